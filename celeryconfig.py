@@ -1,0 +1,37 @@
+"""Celery configuration, read from nekoflow's settings (``NEKOFLOW_*`` environment variables).
+
+JSON only (never pickle), late acks and reject-on-worker-lost so a killed worker's task is
+redelivered; every stage is idempotent on turn_id, which makes redelivery safe.
+"""
+
+from nekoflow.settings import get_settings
+
+_settings = get_settings()
+
+broker_url = _settings.broker_url
+result_backend = _settings.result_backend
+
+task_serializer = "json"
+result_serializer = "json"
+accept_content = ["json"]
+result_accept_content = ["json"]
+
+task_acks_late = True
+task_reject_on_worker_lost = True
+task_acks_on_failure_or_timeout = True
+worker_prefetch_multiplier = 1
+task_track_started = True
+task_send_sent_event = True
+worker_send_task_events = True
+result_extended = True
+result_expires = 24 * 3600
+
+broker_connection_retry_on_startup = True
+# Redis transport: a message not acked within this many seconds is redelivered.
+broker_transport_options = {"visibility_timeout": 3600}
+
+task_default_queue = "turns"
+task_routes = {"tasks.rereview.*": {"queue": "review"}}
+
+timezone = "UTC"
+enable_utc = True

@@ -1,0 +1,73 @@
+"""All runtime settings in one place, read from ``NEKOFLOW_*`` environment variables.
+
+Every setting is documented in the README's "Configuration" table; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_database_url() -> str:
+    return f"sqlite:///{Path.cwd() / 'nekoflow.db'}"
+
+
+class Settings(BaseSettings):
+    """Process-wide configuration; construct directly in tests, use :func:`get_settings` elsewhere."""
+
+    model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
+
+    # storage
+    database_url: str = Field(default_factory=_default_database_url)
+    database_echo: bool = False
+
+    # redis / celery
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "nekoflow"
+    broker_url: str | None = None
+    result_backend: str | None = None
+
+    # LLM
+    llm_provider: Literal["scripted", "openai"] = "scripted"
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = Field(default=60.0, gt=0)
+    llm_connect_timeout: float = Field(default=5.0, gt=0)
+    llm_temperature: float = Field(default=0.8, ge=0, le=2)
+    llm_max_tokens: int | None = Field(default=None, gt=0)
+    llm_max_attempts: int = Field(default=4, ge=1)
+    llm_backoff_base: float = Field(default=1.0, ge=0)
+    llm_backoff_max: float = Field(default=30.0, ge=0)
+
+    # review
+    review_mode: Literal["rule", "llm"] = "rule"
+    event_bus: Literal["memory", "redis"] = "memory"
+    autostate_backend: Literal["memory", "redis"] = "memory"
+    autostate_ttl_seconds: int = Field(default=7 * 24 * 3600, gt=0)
+
+    # channels
+    runtime_config_path: str = "config.ini"
+
+    @model_validator(mode="after")
+    def _fill_celery_urls(self) -> Settings:
+        if self.broker_url is None:
+            self.broker_url = self.redis_url
+        if self.result_backend is None:
+            self.result_backend = self.redis_url
+        return self
+
+    def redis_key(self, *parts: str) -> str:
+        """A namespaced Redis key: ``{redis_prefix}:{part}:{part}…``."""
+        return ":".join((self.redis_prefix, *parts))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once from the environment."""
+    return Settings()

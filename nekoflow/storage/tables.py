@@ -1,0 +1,5 @@
+"""Imports every module that defines SQLModel tables so that ``create_all`` sees them all.
+
+Each domain keeps its tables next to its storage code (``nekoflow/storage/<domain>.py``);
+add the import here when a new table module appears.
+"""

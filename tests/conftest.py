@@ -1,0 +1,87 @@
+"""Shared fixtures: SQL engines (SQLite always, PostgreSQL when configured) and a real Redis.
+
+- ``engine`` is parametrized: ``sqlite`` always, ``postgres`` when ``NEKOFLOW_TEST_DATABASE_URL``
+  is set (CI sets it). Each PostgreSQL test gets its own schema, dropped afterwards.
+- ``redis_client`` talks to the real Redis at ``NEKOFLOW_TEST_REDIS_URL`` (default db 15 on
+  127.0.0.1:6379) and flushes that database before each test. A missing Redis is an error, not
+  a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from nekoflow.settings import Settings
+from nekoflow.storage import create_all, make_engine
+
+PG_URL = os.environ.get("NEKOFLOW_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("NEKOFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+DB_BACKENDS = ["sqlite"] + (["postgres"] if PG_URL else [])
+
+
+def _pg_engine_in_schema(schema: str) -> Engine:
+    assert PG_URL is not None
+    admin = make_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    admin.dispose()
+    return make_engine(PG_URL, connect_args={"options": f"-csearch_path={schema}"})
+
+
+def _drop_pg_schema(schema: str) -> None:
+    assert PG_URL is not None
+    admin = make_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=DB_BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    """A database URL for one test, empty, on each configured backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    eng = _pg_engine_in_schema(schema)
+    eng.dispose()
+    assert PG_URL is not None
+    sep = "&" if "?" in PG_URL else "?"
+    yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+    _drop_pg_schema(schema)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """An engine with every nekoflow table created, on SQLite and (when configured) PostgreSQL."""
+    eng = make_engine(db_url)
+    create_all(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def redis_client() -> Iterator[redis.Redis]:
+    """A client of the real test Redis; its database is flushed before the test."""
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:  # fail loudly: the suite needs Redis
+        pytest.fail(f"Redis is required at {REDIS_URL}: {exc}")
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    """Settings pointing at the test database and the test Redis."""
+    return Settings(database_url=db_url, redis_url=REDIS_URL)
