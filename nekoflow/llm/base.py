@@ -1,0 +1,105 @@
+"""The ``ChatModel`` interface: OpenAI-format messages in, text (plus usage) out, typed errors.
+
+Every failure is an :class:`LLMError` whose ``retryable`` flag tells the pipeline whether trying
+again can help (timeouts, connection failures, 429, 5xx) or not (other 4xx, malformed responses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from nekoflow.errors import NekoflowError
+
+Message = Mapping[str, Any]
+"""One chat message in OpenAI format: ``{"role": "system"|"user"|"assistant", "content": str}``."""
+
+
+class ChatResult(BaseModel):
+    """What a chat model returned for one call: the text and what the server reported about it."""
+
+    text: str
+    model: str = ""
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    finish_reason: str | None = None
+    latency_ms: float = Field(default=0.0, ge=0)
+
+    @property
+    def total_tokens(self) -> int | None:
+        """prompt + completion tokens, when the server reported both."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + self.completion_tokens
+
+
+class LLMError(NekoflowError):
+    """A chat-model call failed; ``retryable`` says whether another attempt may succeed."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class LLMTimeoutError(LLMError):
+    """The server did not answer within the configured timeout."""
+
+    retryable = True
+
+
+class LLMConnectionError(LLMError):
+    """The server could not be reached (refused, reset, DNS)."""
+
+    retryable = True
+
+
+class LLMRateLimitError(LLMError):
+    """HTTP 429: slow down; ``retry_after`` carries the server's hint in seconds when given."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class LLMServerError(LLMError):
+    """HTTP 5xx from the server."""
+
+    retryable = True
+
+
+class LLMClientError(LLMError):
+    """HTTP 4xx other than 429 (bad key, bad model, bad request): retrying will not help."""
+
+    retryable = False
+
+
+class LLMBadResponseError(LLMError):
+    """The server answered, but not with a usable chat completion."""
+
+    retryable = False
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that turns a list of chat messages into a reply."""
+
+    name: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """Return the model's reply to ``messages``; raise :class:`LLMError` on failure."""
+        ...
