@@ -27,7 +27,7 @@ def demo() -> None:
     """Run a few turns end to end on embedded defaults (no services needed)."""
     console.print(
         "[yellow]not yet[/yellow]: the turn pipeline is not built yet. "
-        "Today you can try the review pipeline: `nekoflow review \"我好想你\" \"我也想你\"`."
+        'Today you can try the review pipeline: `nekoflow review "我好想你" "我也想你"`.'
     )
 
 

@@ -9,4 +9,11 @@ from nekoflow.storage.engine import (
     session_scope,
 )
 
-__all__ = ["create_all", "get_engine", "make_engine", "normalize_url", "reset_engine", "session_scope"]
+__all__ = [
+    "create_all",
+    "get_engine",
+    "make_engine",
+    "normalize_url",
+    "reset_engine",
+    "session_scope",
+]

@@ -14,7 +14,9 @@ from sqlmodel import Session, SQLModel, create_engine
 
 def normalize_url(url: str) -> str:
     """Route plain ``postgresql://``/``postgres://`` URLs to the psycopg 3 driver."""
-    parsed = make_url(url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url)
+    parsed = make_url(
+        url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url
+    )
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)

@@ -1,0 +1,172 @@
+"""LLM review: ask a chat model for a JSON ReviewOutput, validate it and clamp it into range.
+
+Any failure (the call, the JSON, the validation) raises :class:`LLMReviewError` with the reason;
+:class:`nekoflow.review.pipeline.ReviewPipeline` then falls back to the rule review.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from nekoflow.errors import NekoflowError
+from nekoflow.llm.base import ChatModel, LLMError
+from nekoflow.review.models import (
+    RELATIONSHIP_DIMENSIONS,
+    ReviewInput,
+    ReviewOutput,
+    ReviewScore,
+)
+
+MAX_ABS_DELTA = 5
+"""A single turn may move a relationship dimension by at most this much either way."""
+
+SYSTEM_PROMPT = """你是角色扮演对话的审查器。阅读一轮对话,只输出一个 JSON 对象,
+不要输出其他任何文字。
+JSON 结构:
+{
+  "should_write_memory": bool,
+  "memory_items": [{"target": "user|character|world",
+                    "mem_type": "short|long|relationship|event",
+                    "title": str, "content": str, "importance": 0-1,
+                    "ttl": "short|long|permanent"}],
+  "relationship_delta": {"affection": int, "trust": int, "familiarity": int, "dependency": int,
+                         "security": int, "jealousy": int, "reason": str},
+  "plot_update": null | {"should_create_node": bool,
+                         "level": "normal|important|turning_point|ending",
+                         "title": str, "summary": str},
+  "world_book_update": null | {"should_update": bool, "reason": str, "entry_title": str,
+                               "entry_content": str},
+  "scores": {"character_fidelity": 0-1, "immersion": 0-1, "relationship_progress": 0-1,
+             "story_progress": 0-1, "memory_value": 0-1, "world_consistency": 0-1,
+             "user_engagement": 0-1, "risk": 0-1},
+  "skipped": bool
+}
+关系增量为本轮的变化量,每个维度在 -5 到 5 之间。普通闲聊 skipped 为 true。"""
+
+
+class LLMReviewError(NekoflowError):
+    """The LLM review could not produce a valid output; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def build_messages(inp: ReviewInput) -> list[dict[str, str]]:
+    """The chat messages asking the model to review ``inp``."""
+    turn = {
+        "user_message": inp.user_message,
+        "assistant_message": inp.assistant_message,
+        "selected_choice": inp.selected_choice,
+        "relationship_state": inp.relationship_state,
+        "character_state": inp.character_state,
+        "real_time_context": inp.real_time_context,
+        "active_plot_node": inp.active_plot_node,
+        "recent_messages": inp.recent_messages[-6:],
+    }
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": json.dumps(turn, ensure_ascii=False, default=str)},
+    ]
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def extract_json(text: str) -> dict[str, Any]:
+    """The JSON object in a model reply (tolerates code fences and prose around it)."""
+    body = _FENCE.sub("", text.strip())
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        start, end = body.find("{"), body.rfind("}")
+        if start < 0 or end <= start:
+            raise LLMReviewError("reply contains no JSON object") from None
+        try:
+            data = json.loads(body[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise LLMReviewError(f"reply is not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise LLMReviewError(f"reply JSON is a {type(data).__name__}, not an object")
+    return data
+
+
+def _num(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise LLMReviewError(f"{field}: not a number: {value!r}")
+    try:
+        num = float(value)
+    except ValueError:
+        raise LLMReviewError(f"{field}: not a number: {value!r}") from None
+    if math.isnan(num) or math.isinf(num):
+        raise LLMReviewError(f"{field}: not a finite number")
+    return num
+
+
+def _clamp01(value: Any, field: str) -> float:
+    return min(1.0, max(0.0, _num(value, field)))
+
+
+def clamp_output(data: dict[str, Any]) -> dict[str, Any]:
+    """Clamp scores/importance to 0–1 and deltas to ±MAX_ABS_DELTA; drop unknown top-level keys."""
+    out: dict[str, Any] = {k: data[k] for k in ReviewOutput.model_fields if k in data}
+    out.pop("source", None)
+    out.pop("fallback_reason", None)
+    scores = out.get("scores")
+    if isinstance(scores, dict):
+        out["scores"] = {
+            k: _clamp01(v, f"scores.{k}")
+            for k, v in scores.items()
+            if k in ReviewScore.model_fields and v is not None
+        }
+    delta = out.get("relationship_delta")
+    if isinstance(delta, dict):
+        fixed = dict(delta)
+        for dim in RELATIONSHIP_DIMENSIONS:
+            if fixed.get(dim) is not None:
+                raw = round(_num(fixed[dim], f"relationship_delta.{dim}"))
+                fixed[dim] = max(-MAX_ABS_DELTA, min(MAX_ABS_DELTA, int(raw)))
+        fixed["source"] = "review_pipeline:llm"
+        fixed.setdefault("reason", "")
+        fixed = {k: v for k, v in fixed.items() if v is not None or k in ("plot_node_id",)}
+        out["relationship_delta"] = fixed
+    items = out.get("memory_items")
+    if isinstance(items, list):
+        fixed_items = []
+        for i, item in enumerate(items):
+            if isinstance(item, dict) and item.get("importance") is not None:
+                item = {**item, "importance": _clamp01(item["importance"], f"memory_items.{i}")}
+            fixed_items.append(item)
+        out["memory_items"] = fixed_items
+    return out
+
+
+def parse_review(text: str) -> ReviewOutput:
+    """Turn a model reply into a validated, clamped :class:`ReviewOutput` (source "llm")."""
+    data = clamp_output(extract_json(text))
+    try:
+        output = ReviewOutput.model_validate({**data, "source": "llm"})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise LLMReviewError(f"invalid review JSON at {where}: {first['msg']}") from None
+    # Keep the flag and the items consistent: no items → nothing to write, and vice versa.
+    if not output.should_write_memory:
+        output.memory_items = []
+    elif not output.memory_items:
+        output.should_write_memory = False
+    return output
+
+
+def run_llm_review(inp: ReviewInput, llm: ChatModel) -> ReviewOutput:
+    """Ask ``llm`` to review ``inp``; raise :class:`LLMReviewError` with the reason on failure."""
+    try:
+        result = llm.complete(build_messages(inp), temperature=0.0, json_mode=True)
+    except LLMError as exc:
+        raise LLMReviewError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
+    return parse_review(result.text)

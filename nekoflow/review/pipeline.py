@@ -1,0 +1,183 @@
+"""ReviewPipeline: run the rule or LLM review on a turn and emit the five review events.
+
+Events, in order: review.started, review.memory.scored, review.relationship.scored,
+review.plot.scored, review.finished. LLM mode falls back to the rule review on any failure and
+records why in ``ReviewOutput.fallback_reason``; its quality scores feed the AutoState cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from nekoflow.errors import ConfigError
+from nekoflow.events import Event, EventBus, NullEventBus
+from nekoflow.llm.base import ChatModel
+from nekoflow.review.autostate import AutoStateCache, process_autostate
+from nekoflow.review.llm_review import LLMReviewError, run_llm_review
+from nekoflow.review.models import ReviewInput, ReviewOutput
+from nekoflow.review.rules import ReviewKeywords, run_rule_review, total_delta
+
+log = logging.getLogger(__name__)
+
+EVENT_SOURCE = "review_pipeline"
+REVIEW_EVENTS: tuple[str, ...] = (
+    "review.started",
+    "review.memory.scored",
+    "review.relationship.scored",
+    "review.plot.scored",
+    "review.finished",
+)
+
+
+class ReviewPipeline:
+    """Reviews turns in ``"rule"`` or ``"llm"`` mode and reports progress on an event bus."""
+
+    def __init__(
+        self,
+        mode: Literal["rule", "llm"] = "rule",
+        event_bus: EventBus | None = None,
+        llm: ChatModel | None = None,
+        *,
+        autostate: AutoStateCache | None = None,
+        keywords: ReviewKeywords | None = None,
+    ) -> None:
+        if mode not in ("rule", "llm"):
+            raise ConfigError(f"mode: must be 'rule' or 'llm', got {mode!r}", field="mode")
+        if event_bus is not None and not callable(getattr(event_bus, "emit", None)):
+            raise ConfigError("event_bus: needs an emit(event) method", field="event_bus")
+        self.mode = mode
+        self.event_bus: EventBus = event_bus or NullEventBus()
+        self._llm = llm
+        self.autostate: AutoStateCache = autostate if autostate is not None else process_autostate()
+        self.keywords = keywords
+
+    @property
+    def llm(self) -> ChatModel:
+        """The chat model used in LLM mode (built from settings on first use when not given)."""
+        if self._llm is None:
+            from nekoflow.llm.factory import make_chat_model
+            from nekoflow.settings import get_settings
+
+            self._llm = make_chat_model(get_settings())
+        return self._llm
+
+    def _emit(self, inp: ReviewInput, event_type: str, payload: dict[str, Any]) -> None:
+        self.event_bus.emit(
+            Event(
+                type=event_type,
+                source=EVENT_SOURCE,
+                conversation_id=inp.conversation_id or None,
+                character_id=inp.character_id or None,
+                user_id=inp.user_id or None,
+                group_id=inp.group_id or None,
+                payload=payload,
+            )
+        )
+
+    def _review(self, inp: ReviewInput) -> ReviewOutput:
+        if self.mode == "rule":
+            return run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
+        try:
+            output = run_llm_review(inp, self.llm)
+        except LLMReviewError as exc:
+            log.warning("LLM review fell back to rules: %s", exc.reason)
+            output = run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
+            output.fallback_reason = exc.reason
+            return output
+        if output.scores is not None:
+            self.autostate.set(
+                inp.character_id, inp.user_id, inp.conversation_id, output.scores.model_dump()
+            )
+        return output
+
+    def run(self, inp: ReviewInput | dict[str, Any]) -> ReviewOutput:
+        """Review one turn; ``inp`` may be a ReviewInput or a dict of its fields."""
+        if not isinstance(inp, ReviewInput):
+            inp = ReviewInput.model_validate(inp)
+        self._emit(
+            inp,
+            "review.started",
+            {
+                "conversation_id": inp.conversation_id,
+                "character_id": inp.character_id,
+                "user_id": inp.user_id,
+                "mode": self.mode,
+            },
+        )
+        output = self._review(inp)
+        scores = output.scores
+        delta = output.relationship_delta
+        self._emit(
+            inp,
+            "review.memory.scored",
+            {
+                "memory_value": scores.memory_value if scores else None,
+                "should_write_memory": output.should_write_memory,
+                "memory_items": [m.model_dump() for m in output.memory_items],
+            },
+        )
+        self._emit(
+            inp,
+            "review.relationship.scored",
+            {
+                "delta": delta.model_dump() if delta else None,
+                "total_delta": total_delta(delta) if delta else 0,
+                "relationship_progress": scores.relationship_progress if scores else None,
+            },
+        )
+        self._emit(
+            inp,
+            "review.plot.scored",
+            {
+                "story_progress": scores.story_progress if scores else None,
+                "plot_update": output.plot_update.model_dump() if output.plot_update else None,
+                "world_book_update": (
+                    output.world_book_update.model_dump() if output.world_book_update else None
+                ),
+            },
+        )
+        self._emit(
+            inp,
+            "review.finished",
+            {
+                "source": output.source,
+                "skipped": output.skipped,
+                "should_write_memory": output.should_write_memory,
+                "memory_items": len(output.memory_items),
+                "total_delta": total_delta(delta) if delta else 0,
+                "plot_node": bool(output.plot_update and output.plot_update.should_create_node),
+                "world_book_update": bool(
+                    output.world_book_update and output.world_book_update.should_update
+                ),
+                "scores": scores.model_dump() if scores else None,
+                "fallback_reason": output.fallback_reason,
+            },
+        )
+        return output
+
+
+def get_review_pipeline(
+    event_bus: EventBus | None = None,
+    *,
+    mode: Literal["rule", "llm"] | None = None,
+    llm: ChatModel | None = None,
+) -> ReviewPipeline:
+    """A pipeline configured from settings (mode, AutoState backend) with ``event_bus``."""
+    from nekoflow.settings import get_settings
+
+    settings = get_settings()
+    autostate: AutoStateCache | None = None
+    if settings.autostate_backend == "redis":
+        import redis
+
+        from nekoflow.review.autostate_redis import RedisAutoState
+
+        autostate = RedisAutoState(
+            redis.Redis.from_url(settings.redis_url),
+            prefix=settings.redis_prefix,
+            ttl_seconds=settings.autostate_ttl_seconds,
+        )
+    return ReviewPipeline(
+        mode=mode or settings.review_mode, event_bus=event_bus, llm=llm, autostate=autostate
+    )
