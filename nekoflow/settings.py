@@ -18,7 +18,7 @@ def _default_database_url() -> str:
 
 
 class Settings(BaseSettings):
-    """Process-wide configuration; construct directly in tests, use :func:`get_settings` elsewhere."""
+    """Process-wide configuration; tests build one, everything else calls :func:`get_settings`."""
 
     model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
 

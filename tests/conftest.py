@@ -69,6 +69,12 @@ def engine(db_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def redis_url() -> str:
+    """URL of the test Redis database."""
+    return REDIS_URL
+
+
+@pytest.fixture
 def redis_client() -> Iterator[redis.Redis]:
     """A client of the real test Redis; its database is flushed before the test."""
     client = redis.Redis.from_url(REDIS_URL)

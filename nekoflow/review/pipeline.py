@@ -163,21 +163,28 @@ def get_review_pipeline(
     mode: Literal["rule", "llm"] | None = None,
     llm: ChatModel | None = None,
 ) -> ReviewPipeline:
-    """A pipeline configured from settings (mode, AutoState backend) with ``event_bus``."""
+    """A pipeline configured from settings: review mode, AutoState backend and, when no
+    ``event_bus`` is given and ``NEKOFLOW_EVENT_BUS=redis``, the Redis pub/sub bus."""
     from nekoflow.settings import get_settings
 
     settings = get_settings()
     autostate: AutoStateCache | None = None
-    if settings.autostate_backend == "redis":
-        import redis
+    if settings.autostate_backend == "redis" or (
+        event_bus is None and settings.event_bus == "redis"
+    ):
+        from nekoflow.redis_client import make_redis
 
-        from nekoflow.review.autostate_redis import RedisAutoState
+        client = make_redis(settings.redis_url)
+        if settings.autostate_backend == "redis":
+            from nekoflow.review.autostate_redis import RedisAutoState
 
-        autostate = RedisAutoState(
-            redis.Redis.from_url(settings.redis_url),
-            prefix=settings.redis_prefix,
-            ttl_seconds=settings.autostate_ttl_seconds,
-        )
+            autostate = RedisAutoState(
+                client, prefix=settings.redis_prefix, ttl_seconds=settings.autostate_ttl_seconds
+            )
+        if event_bus is None and settings.event_bus == "redis":
+            from nekoflow.events_redis import RedisEventBus
+
+            event_bus = RedisEventBus(client, prefix=settings.redis_prefix)
     return ReviewPipeline(
         mode=mode or settings.review_mode, event_bus=event_bus, llm=llm, autostate=autostate
     )

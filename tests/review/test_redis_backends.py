@@ -75,3 +75,27 @@ def test_redis_autostate_round_trip_and_isolation(redis_client: redis.Redis) -> 
         ReviewInput(character_id="c", user_id="u", conversation_id="v"), autostate=cache
     ).scores
     assert s.risk == 0.4 and s.immersion == 0.0
+
+
+def test_get_review_pipeline_wires_redis_from_settings(
+    redis_client: redis.Redis, redis_url: str, monkeypatch
+) -> None:
+    from nekoflow.review import get_review_pipeline
+    from nekoflow.settings import get_settings
+
+    monkeypatch.setenv("NEKOFLOW_REDIS_URL", redis_url)
+    monkeypatch.setenv("NEKOFLOW_REDIS_PREFIX", "wired")
+    monkeypatch.setenv("NEKOFLOW_EVENT_BUS", "redis")
+    monkeypatch.setenv("NEKOFLOW_AUTOSTATE_BACKEND", "redis")
+    get_settings.cache_clear()
+    try:
+        pipeline = get_review_pipeline()
+        assert isinstance(pipeline.event_bus, RedisEventBus)
+        assert isinstance(pipeline.autostate, RedisAutoState)
+        with pipeline.event_bus.subscribe("review.finished") as sub:
+            pipeline.run(ReviewInput(user_message="嗯"))
+            assert sub.get(timeout=2).type == "review.finished"
+        pipeline.autostate.set("a", "b", "c", {"risk": 0.5})
+        assert redis_client.exists("wired:autostate:a:b:c")
+    finally:
+        get_settings.cache_clear()
