@@ -6,6 +6,7 @@ import typer
 from rich.console import Console
 
 from nekoflow import __version__
+from nekoflow.review.cli import review_command
 
 app = typer.Typer(
     name="nekoflow",
@@ -14,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console()
+app.command("review")(review_command)
 
 
 @app.command()
