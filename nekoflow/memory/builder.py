@@ -1,0 +1,196 @@
+"""The memory builder (seed 002): dialogue lines on the active path → chat messages for the LLM.
+
+Pure: no SQL here. ``lines`` are ``Line`` rows or anything with the same attribute names, or plain
+mappings with the same keys. Rules (SPEC "Memory builder"; the seed's worked examples win):
+
+- The target is whoever matches any given identifier: ``role_id``, ``script_role_id`` or
+  ``display_name``, each compared with the line's field of the same name (``role_id`` 1 is not
+  ``script_role_id`` 1). Ids compare by value as text, so ``1`` and ``"1"`` are the same id.
+  With no identifier at all, every assistant and every system line is the target's.
+- system: the target's, or a line with no identity (no role_id, script_role_id, display_name),
+  becomes ``{"role": "system"}``; other identities' system lines are dropped (they are invisible:
+  they neither split a merged reply nor end a user run).
+- Consecutive target assistant lines merge into one assistant message,
+  ``【emotion】content<tts>(action)`` per line, no separator (``original_emotion`` is the emotion).
+- Other speakers' assistant lines become context rows ``name:content(action)`` (no emotion, no
+  tts) inside one pair of braces, rows joined by ``"\\n"``.
+- A run of user lines goes into the braces as ``name:content`` rows when the next non-user line
+  is another speaker; otherwise (next is the target, a kept system line, or the end) it stays
+  outside: ``{context}\\n`` + the run's contents joined with no separator.
+- A row's name is ``display_name``, else 用户 for user lines, else 未知.
+- A kept system line in the middle flushes what is pending (as a user message) before it.
+  Context still pending at the end is emitted as a final user message. Messages whose content
+  would be empty are not emitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nekoflow.errors import InputError
+from nekoflow.memory.reply import format_line
+
+__all__ = ["LINE_ATTRIBUTES", "build_memory"]
+
+LINE_ATTRIBUTES = ("assistant", "user", "system")
+_USER_NAME = "用户"
+_UNKNOWN_NAME = "未知"
+_MISSING = object()
+
+# Line kinds after classification.
+_TARGET, _OTHER, _USER, _SYSTEM, _DROP = range(5)
+
+
+def _fields(line: Any, index: int) -> tuple[str, str, Any, Any, Any, Any, Any, Any]:
+    """Read (attribute, content, role_id, script_role_id, display_name, emotion, tts, action)."""
+    if isinstance(line, Mapping):
+        get = line.get
+        attribute = get("attribute", _MISSING)
+        content = get("content", _MISSING)
+        values = (
+            get("role_id"),
+            get("script_role_id"),
+            get("display_name"),
+            get("original_emotion"),
+            get("tts_content"),
+            get("action_content"),
+        )
+    elif line is None or isinstance(line, str | bytes | int | float | list | tuple | set):
+        raise InputError(
+            f"lines[{index}] must be a Line or a mapping, got {type(line).__name__}",
+            field=f"lines[{index}]",
+        )
+    else:
+        attribute = getattr(line, "attribute", _MISSING)
+        content = getattr(line, "content", _MISSING)
+        values = (
+            getattr(line, "role_id", None),
+            getattr(line, "script_role_id", None),
+            getattr(line, "display_name", None),
+            getattr(line, "original_emotion", None),
+            getattr(line, "tts_content", None),
+            getattr(line, "action_content", None),
+        )
+    if attribute is _MISSING or attribute is None:
+        raise InputError(f"lines[{index}].attribute is missing", field=f"lines[{index}].attribute")
+    if attribute not in LINE_ATTRIBUTES:
+        raise InputError(
+            f"lines[{index}].attribute must be one of {', '.join(LINE_ATTRIBUTES)}, "
+            f"got {attribute!r}",
+            field=f"lines[{index}].attribute",
+        )
+    if content is _MISSING or content is None:
+        raise InputError(f"lines[{index}].content is missing", field=f"lines[{index}].content")
+    if not isinstance(content, str):
+        raise InputError(
+            f"lines[{index}].content must be a string, got {type(content).__name__}",
+            field=f"lines[{index}].content",
+        )
+    return (attribute, content, *values)  # type: ignore[return-value]
+
+
+def _key(value: Any) -> str | None:
+    """Identifier comparison key: ids compare as text; None and "" mean "not set"."""
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _name(value: Any, fallback: str) -> str:
+    """A context row's speaker name: the display name, else ``fallback``."""
+    if value is None or value == "":
+        return fallback
+    return value if isinstance(value, str) else str(value)
+
+
+def _text(value: Any) -> str | None:
+    """An optional text part: None, "" and whitespace-only count as missing."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return text if text.strip() else None
+
+
+def build_memory(
+    lines: Iterable[Any],
+    *,
+    role_id: int | str | None = None,
+    script_role_id: int | str | None = None,
+    display_name: str | None = None,
+) -> list[dict[str, str]]:
+    """Build the LLM message list (``{"role", "content"}`` dicts) for the target character.
+
+    Raises :class:`nekoflow.errors.InputError` naming ``lines[i].<field>`` for a bad line.
+    """
+    if isinstance(lines, str | bytes | Mapping) or not isinstance(lines, Iterable):
+        raise InputError("lines must be a list of Line rows or mappings", field="lines")
+    want_role = _key(role_id)
+    want_script = _key(script_role_id)
+    want_name = _key(display_name)
+    everyone = want_role is None and want_script is None and want_name is None
+
+    messages: list[dict[str, str]] = []
+    context: list[str] = []  # rows inside the braces
+    run: list[tuple[str, str]] = []  # pending user run: (row name, content)
+    reply: list[str] = []  # pending merged target reply
+
+    def flush_user() -> None:
+        """Emit pending context + user run (the run stays outside the braces)."""
+        parts: list[str] = []
+        if context:
+            parts.append("{" + "\n".join(context) + "}")
+        if run:
+            if context:
+                parts.append("\n")
+            parts.append("".join(content for _, content in run))
+        context.clear()
+        run.clear()
+        text = "".join(parts)
+        if text:
+            messages.append({"role": "user", "content": text})
+
+    def flush_reply() -> None:
+        text = "".join(reply)
+        reply.clear()
+        if text:
+            messages.append({"role": "assistant", "content": text})
+
+    for index, line in enumerate(lines):
+        attribute, content, l_role, l_script, l_name, emotion, tts, action = _fields(line, index)
+        r_key, s_key, n_key = _key(l_role), _key(l_script), _key(l_name)
+        is_target = everyone or (
+            (want_role is not None and r_key == want_role)
+            or (want_script is not None and s_key == want_script)
+            or (want_name is not None and n_key == want_name)
+        )
+        if attribute == "user":
+            if reply:
+                flush_reply()
+            run.append((_name(l_name, _USER_NAME), content))
+        elif attribute == "system":
+            if not (is_target or (r_key is None and s_key is None and n_key is None)):
+                continue  # another identity's system line: dropped, invisible
+            if reply:
+                flush_reply()
+            flush_user()
+            if content:
+                messages.append({"role": "system", "content": content})
+        elif is_target:
+            if run or context:
+                flush_user()
+            reply.append(format_line(_text(emotion), content, _text(tts), _text(action)))
+        else:
+            if reply:
+                flush_reply()
+            if run:  # the next non-user line is another speaker: the run goes into the braces
+                context.extend(f"{name}:{text}" for name, text in run)
+                run.clear()
+            name = _name(l_name, _UNKNOWN_NAME)
+            act = _text(action)
+            context.append(f"{name}:{content}({act})" if act else f"{name}:{content}")
+
+    if reply:
+        flush_reply()
+    flush_user()
+    return messages
