@@ -11,10 +11,68 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from nekoflow.errors import NekoflowError
+from nekoflow.errors import InputError, NekoflowError
 
 Message = Mapping[str, Any]
 """One chat message in OpenAI format: ``{"role": "system"|"user"|"assistant", "content": str}``."""
+
+MESSAGE_ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})
+"""Roles an OpenAI-format message may carry."""
+
+
+def content_text(content: Any) -> str:
+    """The plain text of a message ``content``: a string, or the text parts of a parts list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "".join(parts)
+
+
+def validate_messages(messages: Any) -> list[dict[str, Any]]:
+    """Check ``messages`` is a non-empty list of OpenAI-format messages and return plain copies.
+
+    Raises :class:`nekoflow.errors.InputError` naming the bad field (``messages[2].role`` …).
+    """
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise InputError(
+            f"messages: must be a list of message dicts, got {type(messages).__name__}",
+            field="messages",
+        )
+    if not messages:
+        raise InputError("messages: must not be empty", field="messages")
+    checked: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, Mapping):
+            raise InputError(
+                f"{where}: must be a dict with role and content, got {type(msg).__name__}",
+                field=where,
+            )
+        role = msg.get("role")
+        if role not in MESSAGE_ROLES:
+            raise InputError(
+                f"{where}.role: must be one of {', '.join(sorted(MESSAGE_ROLES))}; got {role!r}",
+                field=f"{where}.role",
+            )
+        content = msg.get("content")
+        ok = isinstance(content, str) or (
+            isinstance(content, list) and all(isinstance(p, Mapping) for p in content)
+        )
+        if content is None and role == "assistant" and msg.get("tool_calls"):
+            ok = True
+        if not ok:
+            raise InputError(
+                f"{where}.content: must be a string or a list of content parts; "
+                f"got {type(content).__name__}",
+                field=f"{where}.content",
+            )
+        checked.append(dict(msg))
+    return checked
 
 
 class ChatResult(BaseModel):

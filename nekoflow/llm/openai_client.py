@@ -1,0 +1,445 @@
+"""``OpenAIChatModel``: the ChatModel over the official ``openai`` SDK, for any compatible server.
+
+Works with OpenAI, DeepSeek, vLLM, Ollama, the llama.cpp server — anything that speaks
+``POST {base_url}/chat/completions``. The SDK's own retries are off (the turn pipeline retries with
+its own backoff), every SDK failure becomes a typed :class:`~nekoflow.llm.base.LLMError`, and error
+messages never contain the API key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from pydantic import SecretStr
+
+from nekoflow.errors import ConfigError, InputError
+from nekoflow.llm.base import (
+    ChatResult,
+    LLMBadResponseError,
+    LLMClientError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMServerError,
+    LLMTimeoutError,
+    Message,
+    validate_messages,
+)
+
+if TYPE_CHECKING:
+    from nekoflow.settings import Settings
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Used when no base URL is configured (the SDK's own default, without reading OPENAI_BASE_URL)."""
+
+NO_KEY_PLACEHOLDER = "sk-no-key-required"
+"""Bearer token sent when no key is configured: local servers ignore it, the SDK needs one."""
+
+MAX_DETAIL_CHARS = 300
+"""Server error details are cut to this length in exception messages."""
+
+
+# --------------------------------------------------------------------------------------------
+# pure helpers: Retry-After, response parsing
+# --------------------------------------------------------------------------------------------
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delay-seconds or HTTP date); None if unusable.
+
+    A date in the past gives 0.0; negative, non-finite or unparseable values give None.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:  # pragma: no cover - older Pythons returned None instead of raising
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = now or datetime.now(UTC)
+    if current.tzinfo is None:
+        current = current.replace(tzinfo=UTC)
+    return max(0.0, (when - current).total_seconds())
+
+
+def retry_after_from_headers(headers: Mapping[str, str]) -> float | None:
+    """The server's back-off hint: ``retry-after-ms`` (OpenAI) first, then ``Retry-After``."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            ms = float(millis)
+        except ValueError:
+            ms = -1.0
+        if math.isfinite(ms) and ms >= 0:
+            return ms / 1000.0
+    return parse_retry_after(lowered.get("retry-after"))
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a usage field, or None when absent or not a non-negative integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def _message_text(content: Any) -> str | None:
+    """The reply text of a response message's ``content`` (string or text parts), else None."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        texts = [
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        if texts:
+            return "".join(texts)
+    return None
+
+
+def _status_error(status: int, message: str, retry_after: float | None = None) -> LLMError:
+    """The typed error for an HTTP error status."""
+    if status == 429:
+        return LLMRateLimitError(message, status_code=status, retry_after=retry_after)
+    if status == 408:
+        return LLMTimeoutError(message, status_code=status)
+    if status >= 500:
+        return LLMServerError(message, status_code=status)
+    if 400 <= status < 500:
+        return LLMClientError(message, status_code=status)
+    return LLMBadResponseError(message, status_code=status)
+
+
+def parse_chat_completion(
+    payload: str | bytes, *, default_model: str = "", latency_ms: float = 0.0
+) -> ChatResult:
+    """Turn a chat-completions response body into a :class:`ChatResult`.
+
+    Raises :class:`LLMBadResponseError` when the body is not a usable completion (not JSON, no
+    choices, null or non-text content). A 200 carrying an ``{"error": {...}}`` object (some proxies
+    do this) is mapped like the HTTP status in its ``code`` when that is one, else a bad response.
+    Content given as a list of text parts is joined; usage fields that are absent or not
+    non-negative integers become None.
+    """
+    try:
+        body = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LLMBadResponseError(f"response body is not JSON ({exc})", status_code=200) from None
+    if not isinstance(body, dict):
+        raise LLMBadResponseError(
+            f"response body is a JSON {type(body).__name__}, not an object", status_code=200
+        )
+    choices = body.get("choices")
+    if not choices and body.get("error") is not None:
+        err = body["error"]
+        detail = err.get("message") if isinstance(err, dict) else err
+        code = err.get("code") if isinstance(err, dict) else None
+        message = f"server returned an error object: {_shorten(str(detail))}"
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+            raise _status_error(code, message)
+        raise LLMBadResponseError(message, status_code=200)
+    if not isinstance(choices, list) or not choices:
+        raise LLMBadResponseError("response has no choices", status_code=200)
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise LLMBadResponseError("choices[0] is not an object", status_code=200)
+    message = choice.get("message")
+    if isinstance(message, dict):
+        text = _message_text(message.get("content"))
+        if text is None:
+            refusal = message.get("refusal")
+            why = f"refused: {_shorten(refusal)}" if isinstance(refusal, str) else "no text"
+            raise LLMBadResponseError(
+                f"choices[0].message.content is {type(message.get('content')).__name__} ({why})",
+                status_code=200,
+            )
+    elif isinstance(choice.get("text"), str):  # legacy completions shape from some servers
+        text = choice["text"]
+    else:
+        raise LLMBadResponseError("choices[0] has no message object", status_code=200)
+    finish = choice.get("finish_reason")
+    model = body.get("model")
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return ChatResult(
+        text=text,
+        model=model if isinstance(model, str) and model else default_model,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        finish_reason=finish if isinstance(finish, str) else None,
+        latency_ms=max(0.0, latency_ms),
+    )
+
+
+def _shorten(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without any user:password part, for messages."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def _check_base_url(url: str | None, field: str) -> str:
+    if url is None:
+        return DEFAULT_OPENAI_BASE_URL
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError(f"{field}: must be an http(s) URL, got {url!r}", field=field)
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{field}: must be an http(s) URL like http://127.0.0.1:8000/v1, "
+            f"got {_safe_url(url)!r}",
+            field=field,
+        )
+    return url
+
+
+def _check_positive(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(
+            f"{field}: must be a positive number of seconds, got {value!r}", field=field
+        )
+    if not math.isfinite(value):
+        raise ConfigError(f"{field}: must be finite, got {value!r}", field=field)
+    return float(value)
+
+
+def _check_temperature(
+    value: Any, field: str, error: type[ConfigError | InputError]
+) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+        raise error(f"{field}: must be a number in 0–2, got {value!r}", field=field)
+    return float(value)
+
+
+def _check_max_tokens(value: Any, field: str, error: type[ConfigError | InputError]) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise error(f"{field}: must be a positive integer, got {value!r}", field=field)
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# the client
+# --------------------------------------------------------------------------------------------
+
+
+class OpenAIChatModel:
+    """A :class:`~nekoflow.llm.base.ChatModel` talking to an OpenAI-compatible chat endpoint.
+
+    ``timeout`` bounds reading, writing and waiting for a pooled connection; ``connect_timeout``
+    bounds opening the TCP/TLS connection. With no ``api_key`` a placeholder is sent (local servers
+    ignore it); ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` are never read: use ``NEKOFLOW_LLM_*``.
+    The underlying SDK client is created lazily and re-created after a fork (Celery prefork).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None,
+        model: str,
+        api_key: str | SecretStr | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 5.0,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.base_url = _check_base_url(base_url, "base_url")
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                f"model: must be a non-empty model name, got {model!r}", field="model"
+            )
+        self.model = model.strip()
+        if isinstance(api_key, SecretStr):
+            api_key = api_key.get_secret_value()
+        if api_key is not None and not isinstance(api_key, str):
+            raise ConfigError("api_key: must be a string", field="api_key")
+        self._api_key = SecretStr(api_key.strip()) if api_key and api_key.strip() else None
+        self.timeout = _check_positive(timeout, "timeout")
+        self.connect_timeout = _check_positive(connect_timeout, "connect_timeout")
+        self.temperature = _check_temperature(temperature, "temperature", ConfigError)
+        self.max_tokens = _check_max_tokens(max_tokens, "max_tokens", ConfigError)
+        self.name = f"openai:{self.model}"
+        self._client: openai.OpenAI | None = None
+        self._client_pid: int | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAIChatModel:
+        """Build from ``NEKOFLOW_LLM_*`` settings (base URL, model, key, timeouts, defaults)."""
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        return cls(
+            base_url=_check_base_url(settings.llm_base_url, "NEKOFLOW_LLM_BASE_URL")
+            if settings.llm_base_url is not None
+            else None,
+            model=settings.llm_model,
+            api_key=key,
+            timeout=settings.llm_timeout,
+            connect_timeout=settings.llm_connect_timeout,
+            temperature=settings.llm_temperature,
+            max_tokens=settings.llm_max_tokens,
+        )
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether a real API key (not the placeholder) is configured."""
+        return self._api_key is not None
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return (
+            f"OpenAIChatModel(base_url={_safe_url(self.base_url)!r}, model={self.model!r}, "
+            f"api_key={key}, timeout={self.timeout}, connect_timeout={self.connect_timeout})"
+        )
+
+    def _sdk(self) -> openai.OpenAI:
+        """The SDK client for this process (created on first use, again after a fork)."""
+        with self._lock:
+            pid = os.getpid()
+            if self._client is None or self._client_pid != pid:
+                self._client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key.get_secret_value()
+                    if self._api_key
+                    else NO_KEY_PLACEHOLDER,
+                    max_retries=0,
+                    timeout=openai.Timeout(self.timeout, connect=self.connect_timeout),
+                )
+                self._client_pid = pid
+            return self._client
+
+    def close(self) -> None:
+        """Close the HTTP connection pool (a later call opens a new one)."""
+        with self._lock:
+            client, self._client, self._client_pid = self._client, None, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the API key and any URL credentials masked, shortened for messages."""
+        if self._api_key:
+            text = text.replace(self._api_key.get_secret_value(), "***")
+        safe = _safe_url(self.base_url)
+        if safe != self.base_url:
+            text = text.replace(self.base_url, safe)
+        return _shorten(text)
+
+    def _where(self) -> str:
+        return f"{self.name} at {_safe_url(self.base_url)}"
+
+    def _map_error(self, exc: openai.OpenAIError) -> LLMError:
+        """The typed LLMError for an SDK exception (message redacted, no key)."""
+        where = self._where()
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeoutError(f"{where}: no answer within {self.timeout:g} s")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            why = self._redact(repr(cause)) if cause is not None else "connection error"
+            return LLMConnectionError(f"{where}: cannot connect: {why}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = self._redact(_error_detail(exc.body) or exc.message)
+            retry_after = retry_after_from_headers(exc.response.headers) if status == 429 else None
+            hint = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
+            return _status_error(status, f"{where}: HTTP {status}: {detail}{hint}", retry_after)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return LLMBadResponseError(f"{where}: unusable response: {self._redact(exc.message)}")
+        return LLMError(f"{where}: {type(exc).__name__}: {self._redact(str(exc))}")
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """Send one chat-completions request and return the reply; raise a typed LLMError."""
+        checked = validate_messages(messages)
+        temp = _check_temperature(temperature, "temperature", InputError)
+        limit = _check_max_tokens(max_tokens, "max_tokens", InputError)
+        temp = self.temperature if temp is None else temp
+        limit = self.max_tokens if limit is None else limit
+        params: dict[str, Any] = {"model": self.model, "messages": checked}
+        if temp is not None:
+            params["temperature"] = temp
+        if limit is not None:
+            params["max_tokens"] = limit
+        if json_mode:
+            params["response_format"] = {"type": "json_object"}
+
+        client = self._sdk()
+        started = time.perf_counter()
+        try:
+            raw = client.chat.completions.with_raw_response.create(**params)
+            payload = raw.http_response.content
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc) from None
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        try:
+            return parse_chat_completion(payload, default_model=self.model, latency_ms=latency_ms)
+        except LLMError as exc:
+            raise type(exc)(
+                f"{self._where()}: {self._redact(str(exc))}", status_code=exc.status_code
+            ) from None
+
+
+def _error_detail(body: object) -> str | None:
+    """The human message in an error body (``{"error": {"message": …}}`` and variants)."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail")
+            if isinstance(msg, str):
+                return msg
+        elif isinstance(err, str):
+            return err
+        detail = body.get("detail") or body.get("message")
+        if isinstance(detail, str):
+            return detail
+        return json.dumps(body, ensure_ascii=False, default=str)
+    if isinstance(body, str):
+        return body
+    return None
