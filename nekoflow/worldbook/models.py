@@ -1,0 +1,151 @@
+"""World-book data models (seed ``world-book.md``): entries, books, recall context/config, results.
+
+All are pydantic v2 models with the seed's field names and defaults. Closed sets (trigger sources,
+entry types, match modes) are validated, so a bad value is a ``ValidationError`` naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+TriggerSource = Literal["user", "assistant_recent", "history", "scene_state"]
+EntryType = Literal[
+    "relationship", "rule", "location", "event", "npc", "faction", "lore", "style", "secret"
+]
+MatchMode = Literal["any", "all"]
+
+#: Base score of each trigger source; ``always`` is the score of an ``always_on`` entry.
+SOURCE_SCORES: dict[str, int] = {
+    "user": 50,
+    "scene_state": 45,
+    "assistant_recent": 30,
+    "history": 20,
+    "always": 100,
+}
+
+#: Label used in ``WorldBookMatchResult.trigger_sources`` for an ``always_on`` entry.
+ALWAYS_SOURCE = "always"
+
+#: Sort rank of each entry type (higher sorts first among equal score and priority).
+ENTRY_TYPE_PRIORITY: dict[str, int] = {
+    "relationship": 90,
+    "rule": 80,
+    "location": 70,
+    "event": 60,
+    "npc": 50,
+    "faction": 45,
+    "lore": 40,
+    "style": 35,
+    "secret": 30,
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class WorldBookEntry(_Model):
+    """One world-book entry: keywords (and/or scene triggers) that inject ``content`` when hit."""
+
+    id: str = ""
+    name: str = ""
+    keywords: list[str] = Field(default_factory=list)
+    content: str = ""
+    enabled: bool = True
+    priority: int = 0
+    case_sensitive: bool = False
+    match_mode: MatchMode = "any"
+    trigger_sources: list[TriggerSource] = Field(default_factory=lambda: ["user"])
+    always_on: bool = False
+    state_triggers: dict[str, list[str]] = Field(default_factory=dict)
+    cooldown_turns: int = Field(default=0, ge=0)
+    max_injections_per_session: int = Field(default=0, ge=0)
+    tags: list[str] = Field(default_factory=list)
+    entry_type: EntryType = "lore"
+    weight: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+
+    @field_validator("state_triggers", mode="before")
+    @classmethod
+    def _scalar_trigger_to_list(cls, value: Any) -> Any:
+        """Accept ``{"location": "白塔"}`` as shorthand for ``{"location": ["白塔"]}``."""
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+
+class WorldBook(_Model):
+    """A named set of entries, optionally bound to characters (by id or name; empty = global)."""
+
+    id: str = ""
+    name: str = ""
+    description: str = ""
+    character_ids: list[str] = Field(default_factory=list)
+    entries: list[WorldBookEntry] = Field(default_factory=list)
+    enabled: bool = True
+    created_at: str = ""
+    updated_at: str = ""
+
+    # Set by the SQL store on load; it changes on every write, so it versions the automaton cache.
+    _revision: str | None = PrivateAttr(default=None)
+
+
+class WorldBookRecallContext(_Model):
+    """Everything one turn's recall may look at: the user message, recent chat, scene state."""
+
+    latest_user_message: str = ""
+    recent_messages: list[dict[str, Any]] = Field(default_factory=list)
+    assistant_recent_text: str = ""
+    history_text: str = ""
+    scene: dict[str, Any] = Field(default_factory=dict)
+    active_entry_ids: list[str] = Field(default_factory=list)
+    character_id: str = ""
+    target_id: str = ""
+    scope_id: str = ""
+
+
+class WorldBookRecallConfig(_Model):
+    """Recall limits: text windows, the four character budgets, max entries, assistant guards."""
+
+    recent_message_limit: int = Field(default=6, ge=0)
+    max_history_chars: int = Field(default=2000, ge=0)
+    max_total_chars: int = Field(default=3000, ge=0)
+    max_entries: int = Field(default=8, ge=0)
+    max_always_chars: int = Field(default=800, ge=0)
+    max_scene_chars: int = Field(default=1000, ge=0)
+    max_keyword_chars: int = Field(default=1200, ge=0)
+    max_assistant_triggered_entries: int = Field(default=3, ge=0)
+    min_assistant_priority: int = 20
+    enable_assistant_trigger: bool = True
+    enable_history_trigger: bool = True
+    enable_scene_trigger: bool = True
+    enable_cooldown: bool = True
+
+
+class WorldBookMatchResult(_Model):
+    """One recalled entry: which sources fired, which keywords matched, and its score.
+
+    ``trigger_sources`` holds ``"always"`` for an ``always_on`` entry. ``world_book_id`` and
+    ``world_book_name`` (read-only properties) name the book the entry was found in.
+    """
+
+    entry: WorldBookEntry
+    trigger_sources: list[str] = Field(default_factory=list)
+    matched_keywords: list[str] = Field(default_factory=list)
+    score: int = 0
+
+    _book_id: str = PrivateAttr(default="")
+    _book_name: str = PrivateAttr(default="")
+
+    @property
+    def world_book_id(self) -> str:
+        """Id of the book this entry was recalled from ("" when built by hand)."""
+        return self._book_id
+
+    @property
+    def world_book_name(self) -> str:
+        """Name of the book this entry was recalled from ("" when built by hand)."""
+        return self._book_name
