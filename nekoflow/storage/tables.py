@@ -3,3 +3,5 @@
 Each domain keeps its tables next to its storage code (``nekoflow/storage/<domain>.py``);
 add the import here when a new table module appears.
 """
+
+from nekoflow.storage import dialogue  # noqa: F401

@@ -1,0 +1,261 @@
+"""Dialogue-tree storage: a save's active path (one recursive CTE) and turn writes.
+
+Every function works inside the caller's session and transaction: it flushes but never commits,
+so a turn's writes commit (or roll back) together with whatever else the caller does.
+
+- :func:`load_history` reads the active path — ``save.last_message_id`` back to the root — with
+  ONE recursive-CTE query (SQLite and PostgreSQL), never loading the rest of the save. It is
+  cycle-safe: without ``limit`` the CTE uses ``UNION``, which adds no row twice, so a corrupt
+  cycle ends; with ``limit`` the recursion is bounded by depth. The path is then ordered
+  root-first in Python by following parent links from the leaf, stopping at any repeat.
+- :func:`write_turn` appends a turn (user line(s), then one assistant line per reply segment)
+  under the active leaf and moves it; idempotent per ``turn_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from sqlalchemy import Select, literal, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col
+
+from nekoflow.errors import InputError
+from nekoflow.memory.reply import ReplySegment
+from nekoflow.storage.dialogue import Line, Role, Save, utcnow
+
+__all__ = [
+    "UserLineIn",
+    "get_or_create_save",
+    "load_history",
+    "load_history_naive",
+    "set_active_leaf",
+    "write_turn",
+]
+
+
+class UserLineIn(BaseModel):
+    """One user line of a turn as the turn pipeline hands it to :func:`write_turn`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    display_name: str | None = None
+    role_id: int | None = None
+    script_role_id: str | None = None
+    original_emotion: str | None = None
+    audio_file: str | None = None
+
+
+_USER_LINES = TypeAdapter(list[UserLineIn])
+_SEGMENTS = TypeAdapter(list[ReplySegment])
+
+
+class _TurnId(BaseModel):
+    turn_id: str = Field(min_length=1, max_length=128)
+
+
+def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save:
+    """The save of ``role_id`` in ``scope_id``, created if missing; safe under concurrent workers.
+
+    Creation is ``INSERT … ON CONFLICT DO NOTHING`` on the (role_id, scope_id) unique constraint,
+    then a re-read: a worker that loses the race reads the winner's row instead of failing, and
+    no IntegrityError ever aborts the caller's transaction. An unknown role raises InputError.
+    """
+    if not isinstance(scope_id, str) or not scope_id or len(scope_id) > 512:
+        raise InputError(
+            "scope_id must be a non-empty string of at most 512 chars", field="scope_id"
+        )
+    stmt = select(Save).where(col(Save.role_id) == role_id, col(Save.scope_id) == scope_id)
+    save = session.scalars(stmt).first()
+    if save is not None:
+        return save
+    if session.get(Role, role_id) is None:
+        raise InputError(f"role {role_id!r} does not exist", field="role_id")
+    now = utcnow()
+    values = {"role_id": role_id, "scope_id": scope_id, "created_at": now, "updated_at": now}
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        ins: Any = pg_insert(Save).values(**values)
+    elif dialect == "sqlite":
+        ins = sqlite_insert(Save).values(**values)
+    else:  # pragma: no cover - nekoflow supports SQLite and PostgreSQL only
+        raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+    session.execute(ins.on_conflict_do_nothing(index_elements=["role_id", "scope_id"]))
+    return session.scalars(stmt).one()
+
+
+def _active_path_query(save_id: int, limit: int | None) -> Select[Any]:
+    """``SELECT line.*, mark`` for the active path; ``mark = 1`` flags the leaf row."""
+    leaf_id = select(Save.last_message_id).where(col(Save.id) == save_id).scalar_subquery()
+    anchor = select(col(Line.id), col(Line.parent_line_id), literal(1).label("mark")).where(
+        col(Line.id) == leaf_id, col(Line.save_id) == save_id
+    )
+    path = anchor.cte("active_path", recursive=True)
+    if limit is None:
+        # mark 0 for every step: UNION drops rows seen before, so a cycle cannot recurse forever.
+        step = select(col(Line.id), col(Line.parent_line_id), literal(0).label("mark"))
+        step = step.join(path, col(Line.id) == path.c.parent_line_id)
+        path = path.union(step.where(col(Line.save_id) == save_id))
+    else:
+        # mark is the depth (leaf = 1); the bound ends the recursion, cycle or not.
+        step = select(col(Line.id), col(Line.parent_line_id), path.c.mark + 1)
+        step = step.join(path, col(Line.id) == path.c.parent_line_id)
+        path = path.union_all(step.where(col(Line.save_id) == save_id, path.c.mark < limit))
+    return select(Line, path.c.mark).join(path, col(Line.id) == path.c.id)
+
+
+def load_history(session: Session, save_id: int, *, limit: int | None = None) -> list[Line]:
+    """The active path of a save, root first, in one recursive-CTE query.
+
+    ``limit`` keeps only the newest ``limit`` lines of the path (still root first). A missing
+    save, or one with no lines yet, gives ``[]``. A corrupt cycle in the parent links ends the
+    path at the first repeated line instead of hanging.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InputError("limit must be a non-negative integer or None", field="limit")
+    if limit == 0:
+        return []
+    by_id: dict[int, Line] = {}
+    leaf: Line | None = None
+    for line, mark in session.execute(_active_path_query(save_id, limit)):
+        by_id[line.id] = line
+        if mark == 1:
+            leaf = line
+    return _walk_to_root(leaf, by_id, limit)
+
+
+def _walk_to_root(
+    leaf: Line | None, by_id: Mapping[int | None, Line], limit: int | None
+) -> list[Line]:
+    """Follow parent links from ``leaf`` (stopping at a repeat or ``limit``); root first."""
+    path: list[Line] = []
+    seen: set[int | None] = set()
+    current = leaf
+    while current is not None and current.id not in seen:
+        if limit is not None and len(path) >= limit:
+            break
+        seen.add(current.id)
+        path.append(current)
+        current = by_id.get(current.parent_line_id)
+    path.reverse()
+    return path
+
+
+def load_history_naive(session: Session, save_id: int) -> list[Line]:
+    """The seed's approach — load every line of the save, then walk. Benchmark baseline only."""
+    save = session.get(Save, save_id)
+    if save is None or save.last_message_id is None:
+        return []
+    lines = session.scalars(select(Line).where(col(Line.save_id) == save_id)).all()
+    by_id = {line.id: line for line in lines}
+    return _walk_to_root(by_id.get(save.last_message_id), by_id, None)
+
+
+def _lock_save(session: Session, save_id: int) -> None:
+    """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock)."""
+    result: Any = session.execute(
+        update(Save)
+        .where(col(Save.id) == save_id)
+        .values(updated_at=Save.updated_at)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount == 0:
+        raise InputError(f"save {save_id!r} does not exist", field="save_id")
+
+
+def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
+    stmt = (
+        select(Line)
+        .where(col(Line.save_id) == save_id, col(Line.turn_id) == turn_id)
+        .order_by(col(Line.id))
+    )
+    return list(session.scalars(stmt).all())
+
+
+def write_turn(
+    session: Session,
+    *,
+    save_id: int,
+    turn_id: str,
+    user_lines: Sequence[UserLineIn | Mapping[str, Any]],
+    reply_segments: Sequence[ReplySegment | Mapping[str, Any]],
+    role_id: int | None,
+    display_name: str | None,
+    now: datetime | None = None,
+) -> list[Line]:
+    """Append one turn under the save's active leaf and make its last line the new leaf.
+
+    Writes the user line(s), then one assistant line per reply segment (``role_id`` and
+    ``display_name`` as given), all stamped ``turn_id`` and ``now``. Flushes, never commits: the
+    caller's transaction makes the turn atomic. Idempotent per ``turn_id``: when the save already
+    has lines of that turn they are returned unchanged and nothing is written. The save row is
+    locked first, so concurrent writers of one save serialise. An empty ``user_lines`` with
+    segments is a regenerated reply (a sibling, after :func:`set_active_leaf` on the user line).
+    """
+    turn_id = _TurnId(turn_id=turn_id).turn_id
+    users = _USER_LINES.validate_python(list(user_lines))
+    segments = _SEGMENTS.validate_python(list(reply_segments))
+    if not users and not segments:
+        raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
+
+    existing = _turn_lines(session, save_id, turn_id)
+    if existing:
+        return existing
+    _lock_save(session, save_id)
+    existing = _turn_lines(session, save_id, turn_id)  # another worker may have won the lock
+    if existing:
+        return existing
+    save = session.get(Save, save_id, populate_existing=True)
+    assert save is not None  # the lock above proved it exists
+    stamp = now or utcnow()
+
+    new_lines = [
+        Line(attribute="user", **u.model_dump(), save_id=save_id, turn_id=turn_id, created_at=stamp)
+        for u in users
+    ]
+    new_lines += [
+        Line(
+            attribute="assistant",
+            original_emotion=s.emotion,
+            content=s.content,
+            tts_content=s.tts,
+            action_content=s.action,
+            role_id=role_id,
+            display_name=display_name,
+            save_id=save_id,
+            turn_id=turn_id,
+            created_at=stamp,
+        )
+        for s in segments
+    ]
+    parent = save.last_message_id
+    for line in new_lines:
+        line.parent_line_id = parent
+        session.add(line)
+        session.flush()  # assigns line.id, the next line's parent
+        parent = line.id
+    save.last_message_id = parent
+    save.updated_at = stamp
+    session.add(save)
+    session.flush()
+    return new_lines
+
+
+def set_active_leaf(session: Session, save_id: int, line_id: int) -> Save:
+    """Select a branch: make ``line_id`` (a line of this save) the save's active leaf. Flushes."""
+    line = session.get(Line, line_id)
+    if line is None or line.save_id != save_id:
+        raise InputError(f"line {line_id!r} is not a line of save {save_id!r}", field="line_id")
+    save = session.get(Save, save_id)
+    if save is None:  # pragma: no cover - the line's foreign key guarantees the save
+        raise InputError(f"save {save_id!r} does not exist", field="save_id")
+    save.last_message_id = line_id
+    save.updated_at = utcnow()
+    session.add(save)
+    session.flush()
+    return save

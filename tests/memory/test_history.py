@@ -1,0 +1,357 @@
+"""Dialogue-tree storage on real SQLite and PostgreSQL: saves, turn writes, branches, cycles."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+
+import pydantic
+import pytest
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col
+
+from nekoflow.errors import InputError
+from nekoflow.memory import ReplySegment, build_memory
+from nekoflow.memory.history import (
+    get_or_create_save,
+    load_history,
+    load_history_naive,
+    set_active_leaf,
+    write_turn,
+)
+from nekoflow.storage import session_scope
+from nekoflow.storage.dialogue import Line, Role, Save
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    with Session(engine, expire_on_commit=False) as s:
+        yield s
+
+
+@pytest.fixture
+def role_id(engine: Engine) -> int:
+    with session_scope(engine) as s:
+        role = Role.new("钦灵", profile_prompt="你叫钦灵,进行角色扮演")
+        s.add(role)
+        s.flush()
+        assert role.id is not None
+        return role.id
+
+
+def _turn(
+    session: Session,
+    save_id: int,
+    turn_id: str,
+    user: str | None,
+    *replies: str,
+    role_id: int | None = None,
+) -> list[Line]:
+    return write_turn(
+        session,
+        save_id=save_id,
+        turn_id=turn_id,
+        user_lines=[{"content": user, "display_name": "莱姆"}] if user is not None else [],
+        reply_segments=[ReplySegment(emotion="开心", content=r) for r in replies],
+        role_id=role_id,
+        display_name="钦灵",
+    )
+
+
+def _contents(lines: list[Line]) -> list[str]:
+    return [line.content for line in lines]
+
+
+# --- saves -----------------------------------------------------------------------------------
+
+
+def test_get_or_create_save_returns_one_save_per_role_and_scope(session: Session, role_id: int):
+    a = get_or_create_save(session, role_id=role_id, scope_id="qq:user:1")
+    b = get_or_create_save(session, role_id=role_id, scope_id="qq:user:1")
+    c = get_or_create_save(session, role_id=role_id, scope_id="qq:user:2")
+    assert a.id == b.id != c.id
+    assert a.last_message_id is None
+    assert a.created_at.tzinfo is not None and a.created_at.utcoffset() == timedelta(0)
+
+
+def test_get_or_create_save_rejects_unknown_role_and_bad_scope(session: Session, role_id: int):
+    with pytest.raises(InputError) as err:
+        get_or_create_save(session, role_id=role_id + 999, scope_id="x")
+    assert err.value.field == "role_id"
+    with pytest.raises(InputError) as err:
+        get_or_create_save(session, role_id=role_id, scope_id="")
+    assert err.value.field == "scope_id"
+
+
+def test_get_or_create_save_is_race_safe(engine: Engine, role_id: int) -> None:
+    workers = 6
+    barrier = threading.Barrier(workers)
+    ids: list[int | None] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with session_scope(engine) as s:
+                barrier.wait(timeout=10)
+                ids.append(get_or_create_save(s, role_id=role_id, scope_id="race").id)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert len(ids) == workers and len(set(ids)) == 1
+    with Session(engine) as s:
+        assert s.execute(select(func.count()).select_from(Save)).scalar() == 1
+
+
+# --- writing turns and reading the path ------------------------------------------------------
+
+
+def test_write_turn_appends_under_the_leaf_and_moves_it(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=8)))
+    first = write_turn(
+        session,
+        save_id=save.id,
+        turn_id="t1",
+        user_lines=[{"content": "你好呀钦灵", "display_name": "莱姆"}],
+        reply_segments=[
+            ReplySegment(emotion="开心", content="你好呀莱姆", tts="こんにちは", action="摇尾巴"),
+            {"emotion": "好奇", "content": "今天呢?"},
+        ],
+        role_id=role_id,
+        display_name="钦灵",
+        now=now,
+    )
+    assert [(x.attribute, x.content) for x in first] == [
+        ("user", "你好呀钦灵"),
+        ("assistant", "你好呀莱姆"),
+        ("assistant", "今天呢?"),
+    ]
+    assert first[0].parent_line_id is None
+    assert [x.parent_line_id for x in first[1:]] == [first[0].id, first[1].id]
+    assert first[1].tts_content == "こんにちは" and first[1].action_content == "摇尾巴"
+    assert all(x.turn_id == "t1" and x.save_id == save.id for x in first)
+    assert first[1].role_id == role_id and first[1].display_name == "钦灵"
+    assert save.last_message_id == first[-1].id
+
+    second = _turn(session, save.id, "t2", "作业写完了", "还没呢", role_id=role_id)
+    assert second[0].parent_line_id == first[-1].id
+    session.commit()
+
+    session.expire_all()
+    path = load_history(session, save.id)
+    assert _contents(path) == ["你好呀钦灵", "你好呀莱姆", "今天呢?", "作业写完了", "还没呢"]
+    assert path[0].created_at == now.astimezone(UTC)
+    assert path[0].created_at.tzinfo is not None
+    assert build_memory(path, role_id=role_id) == [
+        {"role": "user", "content": "你好呀钦灵"},
+        {"role": "assistant", "content": "【开心】你好呀莱姆<こんにちは>(摇尾巴)【好奇】今天呢?"},
+        {"role": "user", "content": "作业写完了"},
+        {"role": "assistant", "content": "【开心】还没呢"},
+    ]
+
+
+def test_write_turn_is_idempotent_per_turn_id(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    lines = _turn(session, save.id, "t1", "a", "b", "c")
+    session.commit()
+    updated = save.updated_at
+    again = _turn(session, save.id, "t1", "different", "reply")
+    session.commit()
+    assert [x.id for x in again] == [x.id for x in lines]
+    assert _contents(again) == ["a", "b", "c"]
+    session.expire_all()
+    save = session.get(Save, save.id)
+    assert save.last_message_id == lines[-1].id and save.updated_at == updated
+    assert session.execute(select(func.count()).select_from(Line)).scalar() == 3
+
+
+def test_write_turn_does_not_commit(engine: Engine, role_id: int) -> None:
+    with session_scope(engine) as s:
+        save_id = get_or_create_save(s, role_id=role_id, scope_id="s").id
+    with Session(engine) as s:
+        _turn(s, save_id, "t1", "a", "b")
+        s.rollback()
+    with Session(engine) as s:
+        assert load_history(s, save_id) == []
+        assert s.get(Save, save_id).last_message_id is None
+
+
+def test_concurrent_writers_of_one_turn_write_it_once(engine: Engine, role_id: int) -> None:
+    with session_scope(engine) as s:
+        save_id = get_or_create_save(s, role_id=role_id, scope_id="s").id
+    barrier = threading.Barrier(4)
+    results: list[list[int | None]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with session_scope(engine) as s:
+                barrier.wait(timeout=10)
+                results.append([x.id for x in _turn(s, save_id, "same", "hi", "yo")])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert len(results) == 4 and all(r == results[0] for r in results)
+    with Session(engine) as s:
+        assert s.execute(select(func.count()).select_from(Line)).scalar() == 2
+        assert _contents(load_history(s, save_id)) == ["hi", "yo"]
+
+
+def test_write_turn_rejects_bad_input(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    with pytest.raises(InputError) as err:
+        _turn(session, save.id + 999, "t", "a", "b")
+    assert err.value.field == "save_id"
+    with pytest.raises(InputError) as err:
+        _turn(session, save.id, "t", None)
+    assert err.value.field == "user_lines"
+    with pytest.raises(pydantic.ValidationError, match="turn_id"):
+        _turn(session, save.id, "", "a")
+    with pytest.raises(pydantic.ValidationError, match="content"):
+        write_turn(
+            session,
+            save_id=save.id,
+            turn_id="t",
+            user_lines=[{"display_name": "莱姆"}],
+            reply_segments=[],
+            role_id=None,
+            display_name=None,
+        )
+    with pytest.raises(pydantic.ValidationError, match="emotion"):
+        write_turn(
+            session,
+            save_id=save.id,
+            turn_id="t",
+            user_lines=[],
+            reply_segments=[{"content": "x", "emotion": 5}],
+            role_id=None,
+            display_name=None,
+        )
+
+
+# --- branches --------------------------------------------------------------------------------
+
+
+def test_regenerated_reply_is_a_sibling_and_the_leaf_selects_the_branch(
+    session: Session, role_id: int
+) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    _turn(session, save.id, "t1", "u1", "a1")
+    user2, reply2 = _turn(session, save.id, "t2", "u2", "a2")
+
+    set_active_leaf(session, save.id, user2.id)  # regenerate: back to the user line...
+    (regen,) = _turn(session, save.id, "t2-regen", None, "a2 again")  # ...and reply anew
+    assert regen.parent_line_id == reply2.parent_line_id == user2.id
+    session.commit()
+
+    assert _contents(load_history(session, save.id)) == ["u1", "a1", "u2", "a2 again"]
+    set_active_leaf(session, save.id, reply2.id)
+    assert _contents(load_history(session, save.id)) == ["u1", "a1", "u2", "a2"]
+    _turn(session, save.id, "t3", "u3", "a3")  # continues the selected branch
+    assert _contents(load_history(session, save.id)) == ["u1", "a1", "u2", "a2", "u3", "a3"]
+    assert _contents(load_history_naive(session, save.id)) == _contents(
+        load_history(session, save.id)
+    )
+
+
+def test_set_active_leaf_validates_the_line(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    other = get_or_create_save(session, role_id=role_id, scope_id="other")
+    (foreign,) = _turn(session, other.id, "t", "x")
+    for bad in (foreign.id, foreign.id + 999):
+        with pytest.raises(InputError) as err:
+            set_active_leaf(session, save.id, bad)
+        assert err.value.field == "line_id"
+
+
+def test_load_history_limit_keeps_the_newest_lines_root_first(
+    session: Session, role_id: int
+) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    for i in range(4):
+        _turn(session, save.id, f"t{i}", f"u{i}", f"a{i}")
+    session.commit()
+    assert _contents(load_history(session, save.id, limit=3)) == ["a2", "u3", "a3"]
+    assert len(load_history(session, save.id, limit=100)) == 8
+    assert load_history(session, save.id, limit=0) == []
+    with pytest.raises(InputError) as err:
+        load_history(session, save.id, limit=-1)
+    assert err.value.field == "limit"
+
+
+def test_load_history_of_missing_or_empty_save(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    assert load_history(session, save.id) == []
+    assert load_history(session, save.id + 999) == []
+    assert load_history_naive(session, save.id) == []
+
+
+# --- corrupt data ----------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("limit", [None, 50])
+def test_a_corrupt_cycle_ends_the_path_instead_of_hanging(
+    session: Session, role_id: int, limit: int | None
+) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    lines = [x for i in range(3) for x in _turn(session, save.id, f"t{i}", f"u{i}", f"a{i}")]
+    # The root now points at the leaf: leaf → … → root → leaf → …
+    session.execute(
+        update(Line).where(col(Line.id) == lines[0].id).values(parent_line_id=lines[-1].id)
+    )
+    session.commit()
+    session.expire_all()
+    path = load_history(session, save.id, limit=limit)
+    assert _contents(path) == ["u0", "a0", "u1", "a1", "u2", "a2"]
+    # A cycle that does not pass through the leaf: u1 → a1 → u1.
+    session.execute(
+        update(Line).where(col(Line.id) == lines[2].id).values(parent_line_id=lines[3].id)
+    )
+    session.commit()
+    session.expire_all()
+    path = load_history(session, save.id, limit=limit)
+    assert _contents(path) == ["u1", "a1", "u2", "a2"]  # a2 → u2 → a1 → u1 → (a1 again: stop)
+
+
+def test_parent_link_into_another_save_ends_the_path(session: Session, role_id: int) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    other = get_or_create_save(session, role_id=role_id, scope_id="o")
+    (foreign,) = _turn(session, other.id, "t", "elsewhere")
+    lines = _turn(session, save.id, "t", "u", "a")
+    session.execute(
+        update(Line).where(col(Line.id) == lines[0].id).values(parent_line_id=foreign.id)
+    )
+    session.commit()
+    session.expire_all()
+    assert _contents(load_history(session, save.id)) == ["u", "a"]
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def test_role_relationship_state_is_validated(session: Session) -> None:
+    role = Role.new("白小喵", initial_relationship={"affection": 80, "jealousy": 5})
+    session.add(role)
+    session.commit()
+    session.expire_all()
+    state = session.get(Role, role.id).relationship_state
+    assert (state.affection, state.trust, state.jealousy, state.familiarity) == (80, 50, 5, 0)
+    with pytest.raises(pydantic.ValidationError, match="trust"):
+        Role.new("x", initial_relationship={"trust": 101})
+    with pytest.raises(pydantic.ValidationError, match="charm"):
+        Role.new("x", initial_relationship={"charm": 1})
