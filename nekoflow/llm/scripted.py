@@ -71,6 +71,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _LATIN = re.compile(r"[A-Za-z]")
 _FORMAT_CHARS = re.compile(r"[【】\[\]<>《》()()《》{}「」\"]")
 _CLAUSE_SPLIT = re.compile(r"[,,。.!!??;;…\n\u301c\uff5e~]+")
+_FILLERS = frozenset({"嗯嗯", "哈哈", "呃呃", "oh", "well", "so", "um", "hmm", "ok", "okay"})
 _NAME_PATTERNS = (
     re.compile(r"你(?:叫|的名字是|的名字叫)\s*([^\s,,。.!!、;;::()()]{1,12})"),
     re.compile(r"\byour name is\s+([A-Za-z][\w-]{0,23})", re.IGNORECASE),
@@ -113,14 +114,15 @@ def is_chinese(text: str) -> bool:
 def echo_of(text: str, chinese: bool) -> str:
     """A short, format-safe piece of ``text`` to quote back (first clause, ≤12 chars / 6 words)."""
     cleaned = _FORMAT_CHARS.sub("", text)
-    for clause in _CLAUSE_SPLIT.split(cleaned):
-        clause = " ".join(clause.split())
-        if not clause:
-            continue
-        if chinese:
-            return clause[:12]
-        return " ".join(clause.split(" ")[:6])[:40]
-    return ""
+    clauses = [" ".join(c.split()) for c in _CLAUSE_SPLIT.split(cleaned)]
+    clauses = [c for c in clauses if c]
+    if not clauses:
+        return ""
+    # skip a leading interjection ("嗯,…", "Oh, …") when something longer follows
+    clause = next((c for c in clauses if len(c) >= 2 and c.lower() not in _FILLERS), clauses[0])
+    if chinese:
+        return clause[:12]
+    return " ".join(clause.split(" ")[:6])[:40]
 
 
 def character_name_from(system_prompt: str) -> str | None:
@@ -139,45 +141,50 @@ def character_name_from(system_prompt: str) -> str | None:
 _Phrase = tuple[str, str, str, str]
 
 _OPENERS_ZH: dict[str, tuple[_Phrase, ...]] = {
+    "empty": (
+        ("开心", "{me}在这里哦", "ここにいるよ", "轻轻地摇了摇尾巴"),
+        ("好奇", "嗯?怎么不说话呀", "どうしたの?", "歪着头看着你"),
+    ),
     "greeting": (
-        ("开心", "你来啦!{me}等你好久了", "来たね!ずっと待ってたよ", "轻轻地摇了摇尾巴"),
-        ("高兴", "{echo}~今天也见到你啦", "今日も会えたね", "蹦蹦跳跳地跑过来"),
-        ("惊喜", "哇,是你呀,{echo}!", "わあ、あなただ!", "眼睛一下子亮了起来"),
+        ("开心", "{echo}~你来啦!{me}等你好久了", "来たね!ずっと待ってたよ", "轻轻地摇了摇尾巴"),
+        ("高兴", "听到你说{echo},{me}就知道是你啦", "やっぱりあなただ", "蹦蹦跳跳地跑过来"),
+        ("惊喜", "哇,是你呀!{echo}~", "わあ、あなただ!", "眼睛一下子亮了起来"),
     ),
     "farewell": (
         ("不舍", "{echo}……这就要走了吗", "もう行っちゃうの", "拉住了你的衣角"),
-        ("温柔", "嗯,路上小心哦,{me}会想你的", "気をつけてね", "挥了挥小爪子"),
-        ("不舍", "那说好了,下次还要来找{me}", "約束だよ、また来てね", "竖起小拇指"),
+        ("温柔", "嗯,{echo}。路上小心哦,{me}会想你的", "気をつけてね", "挥了挥小爪子"),
+        ("不舍", "{echo}?那说好了,下次还要来找{me}", "約束だよ、また来てね", "竖起小拇指"),
     ),
     "thanks": (
-        ("害羞", "诶嘿嘿,不用谢啦", "えへへ、どういたしまして", "不好意思地挠了挠头"),
-        ("开心", "能帮上忙{me}也很高兴!", "役に立ててうれしい!", "得意地挺起胸膛"),
+        ("害羞", "{echo}?诶嘿嘿,不用谢啦", "えへへ、どういたしまして", "不好意思地挠了挠头"),
+        ("开心", "你说{echo},能帮上忙{me}也很高兴!", "役に立ててうれしい!", "得意地挺起胸膛"),
         ("感动", "听到你说{echo},心里暖暖的", "心が温かくなったよ", "捂住了脸颊"),
     ),
     "affection": (
         ("害羞", "你、你突然说{echo}什么的……", "き、急にそんなこと……", "脸一下子红了"),
-        ("心动", "{me}也……最喜欢你了", "わたしも……大好き", "把脸埋进了你的怀里"),
-        ("开心", "嘿嘿,被你这么说好开心", "そう言われるとうれしいな", "尾巴摇个不停"),
+        ("心动", "{echo}……{me}也最喜欢你了", "わたしも……大好き", "把脸埋进了你的怀里"),
+        ("开心", "嘿嘿,被你说{echo},好开心", "そう言われるとうれしいな", "尾巴摇个不停"),
     ),
     "negative": (
         ("委屈", "{echo}……是{me}做错什么了吗", "わたし、何か悪いことした?", "耳朵耷拉了下来"),
-        ("担心", "你是不是心情不好呀", "機嫌が悪いの?", "小心翼翼地靠近了一点"),
-        ("难过", "别这样说嘛,{me}会难过的", "そんなこと言わないで", "低下了头"),
+        ("担心", "你说{echo},是不是心情不好呀", "機嫌が悪いの?", "小心翼翼地靠近了一点"),
+        ("难过", "别说{echo}嘛,{me}会难过的", "そんなこと言わないで", "低下了头"),
     ),
     "question": (
         ("好奇", "你问{echo}?让{me}想想", "うーん、考えさせて", "歪着头思考"),
         ("思考", "嗯……关于{echo},{me}觉得呀", "えっと、わたしはね", "托着下巴"),
-        ("认真", "这个问题问得好!", "いい質問だね!", "认真地点了点头"),
+        ("认真", "{echo}?这个问题问得好!", "いい質問だね!", "认真地点了点头"),
     ),
     "chat": (
         ("好奇", "{echo}?然后呢然后呢", "それで、それで?", "凑近了一点"),
-        ("开心", "嗯嗯,{me}在听哦", "うんうん、聞いてるよ", "乖乖地坐好"),
+        ("开心", "嗯嗯,{echo},{me}在听哦", "うんうん、聞いてるよ", "乖乖地坐好"),
         ("认真", "原来是{echo}呀", "そうだったんだ", "若有所思地点头"),
         ("调皮", "{echo}……嘿嘿,{me}记住了", "覚えたよ", "偷偷记在小本本上"),
     ),
 }
 
 _FOLLOWUPS_ZH: dict[str, tuple[_Phrase, ...]] = {
+    "empty": (("好奇", "今天想和{me}聊什么呀?", "今日は何を話したい?", ""),),
     "greeting": (
         ("好奇", "今天想和{me}聊什么呀?", "今日は何を話したい?", ""),
         ("期待", "今天过得怎么样?", "今日はどうだった?", ""),
@@ -216,39 +223,41 @@ _FLOURISHES_ZH: tuple[_Phrase, ...] = (
 )
 
 _OPENERS_EN: dict[str, tuple[_Phrase, ...]] = {
+    "empty": (("开心", "I'm right here", "ここにいるよ", "wags tail"),),
     "greeting": (
-        ("开心", "You're here! I've been waiting for you", "来たね!ずっと待ってたよ", "wags tail"),
+        ("开心", '"{echo}"! You\'re here, I was waiting for you', "来たね!", "wags tail"),
         ("高兴", '"{echo}" to you too~', "こんにちは~", "waves happily"),
-        ("惊喜", "Oh, it's you!", "わあ、あなただ!", "eyes light up"),
+        ("惊喜", 'Oh, it\'s you! "{echo}"~', "わあ、あなただ!", "eyes light up"),
     ),
     "farewell": (
-        ("不舍", "Leaving already?", "もう行っちゃうの", "tugs at your sleeve"),
-        ("温柔", "Take care on the way, okay?", "気をつけてね", "waves a little paw"),
+        ("不舍", '"{echo}"... leaving already?', "もう行っちゃうの", "tugs at your sleeve"),
+        ("温柔", '"{echo}". Take care on the way, okay?', "気をつけてね", "waves a little paw"),
     ),
     "thanks": (
-        ("害羞", "Ehehe, you're welcome", "えへへ、どういたしまして", "scratches head shyly"),
-        ("开心", "Glad I could help!", "役に立ててうれしい!", "puffs out chest proudly"),
+        ("害羞", '"{echo}"? Ehehe, you\'re welcome', "えへへ", "scratches head shyly"),
+        ("开心", 'You said "{echo}"... glad I could help!', "うれしい!", "puffs out chest"),
     ),
     "affection": (
         ("害羞", 'W-wait, "{echo}"? So suddenly...', "き、急にそんなこと……", "blushes bright red"),
-        ("心动", "I... I like you a lot too", "わたしも……大好き", "hides face in your arm"),
+        ("心动", '"{echo}"... I like you a lot too', "わたしも……大好き", "hides face in your arm"),
     ),
     "negative": (
         ("委屈", 'Did I do something wrong? "{echo}"...', "何か悪いことした?", "ears droop"),
-        ("担心", "Are you feeling down?", "機嫌が悪いの?", "scoots a little closer"),
+        ("担心", '"{echo}"... are you feeling down?', "機嫌が悪いの?", "scoots a little closer"),
     ),
     "question": (
         ("好奇", '"{echo}"? Hmm, let me think', "うーん、考えさせて", "tilts head"),
-        ("认真", "Good question!", "いい質問だね!", "nods seriously"),
+        ("认真", '"{echo}"? Good question!', "いい質問だね!", "nods seriously"),
     ),
     "chat": (
         ("好奇", '"{echo}"? And then what?', "それで、それで?", "leans in"),
-        ("开心", "Mhm, I'm listening", "うんうん、聞いてるよ", "sits up straight"),
+        ("开心", 'Mhm, "{echo}", I\'m listening', "うんうん、聞いてるよ", "sits up straight"),
         ("认真", 'So it was "{echo}"', "そうだったんだ", "nods thoughtfully"),
     ),
 }
 
 _FOLLOWUPS_EN: dict[str, tuple[_Phrase, ...]] = {
+    "empty": (("好奇", "What shall we talk about?", "何を話そうか?", ""),),
     "greeting": (("好奇", "What shall we talk about today?", "今日は何を話したい?", ""),),
     "farewell": (("期待", "Come back tomorrow, promise?", "明日も来てね", ""),),
     "thanks": (("开心", "Call me anytime", "いつでも呼んでね", ""),),
@@ -445,8 +454,8 @@ class ScriptedChatModel:
 
     def _segments(self, turn: _Turn, dice: _Dice) -> list[str]:
         chinese = is_chinese(turn.user) if turn.user.strip() else is_chinese(turn.system)
-        intent = detect_intent(turn.user) if turn.user.strip() else "greeting"
-        name = self.character_name or character_name_from(turn.system)
+        intent = detect_intent(turn.user) if turn.user.strip() else "empty"
+        name = _FORMAT_CHARS.sub("", self.character_name or character_name_from(turn.system) or "")
         echo = echo_of(turn.user, chinese)
         if chinese:
             openers, followups, flourishes = _OPENERS_ZH, _FOLLOWUPS_ZH, _FLOURISHES_ZH
