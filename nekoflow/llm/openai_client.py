@@ -268,6 +268,11 @@ class OpenAIChatModel:
     bounds opening the TCP/TLS connection. With no ``api_key`` a placeholder is sent (local servers
     ignore it); ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` are never read: use ``NEKOFLOW_LLM_*``.
     The underlying SDK client is created lazily and re-created after a fork (Celery prefork).
+
+    Errors: SDK timeout or HTTP 408 → LLMTimeoutError; unreachable → LLMConnectionError;
+    429 → LLMRateLimitError with ``retry_after`` (``retry-after-ms``, else ``Retry-After`` seconds
+    or HTTP date), except 429 ``insufficient_quota`` → LLMClientError; 5xx → LLMServerError; other
+    4xx → LLMClientError; a 2xx that is not a usable completion → LLMBadResponseError.
     """
 
     def __init__(
@@ -373,6 +378,10 @@ class OpenAIChatModel:
         """The typed LLMError for an SDK exception (message redacted, no key)."""
         where = self._where()
         if isinstance(exc, openai.APITimeoutError):
+            if "connect" in type(exc.__cause__).__name__.lower():
+                return LLMTimeoutError(
+                    f"{where}: could not connect within {self.connect_timeout:g} s"
+                )
             return LLMTimeoutError(f"{where}: no answer within {self.timeout:g} s")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
@@ -382,6 +391,12 @@ class OpenAIChatModel:
             status = exc.status_code
             detail = self._redact(_error_detail(exc.body) or exc.message)
             retry_after = retry_after_from_headers(exc.response.headers) if status == 429 else None
+            if status == 429 and _is_quota_error(exc.body):
+                # OpenAI answers 429 "insufficient_quota" when billing is exhausted: waiting
+                # will not help, so this one is not retryable.
+                return LLMClientError(
+                    f"{where}: HTTP 429 quota exhausted: {detail}", status_code=429
+                )
             hint = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
             return _status_error(status, f"{where}: HTTP {status}: {detail}{hint}", retry_after)
         if isinstance(exc, openai.APIResponseValidationError):
@@ -424,6 +439,14 @@ class OpenAIChatModel:
             raise type(exc)(
                 f"{self._where()}: {self._redact(str(exc))}", status_code=exc.status_code
             ) from None
+
+
+def _is_quota_error(body: object) -> bool:
+    """Whether an error body says the account's quota is exhausted (OpenAI's 429 variant)."""
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return False
+    return "insufficient_quota" in (err.get("code"), err.get("type"))
 
 
 def _error_detail(body: object) -> str | None:

@@ -8,6 +8,7 @@ appears in an error message.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -456,3 +457,41 @@ def test_bad_input_is_rejected_before_any_request(
     assert field in str(info.value)
     assert not isinstance(info.value, LLMError)
     assert httpserver.log == []
+
+
+def test_429_insufficient_quota_is_not_retryable(
+    httpserver: HTTPServer, model: OpenAIChatModel
+) -> None:
+    httpserver.expect_request(PATH).respond_with_json(
+        {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}},
+        status=429,
+    )
+    with pytest.raises(LLMClientError, match="quota") as info:
+        model.complete(MESSAGES)
+    assert not info.value.retryable
+    assert info.value.status_code == 429
+
+
+def test_408_is_a_retryable_timeout(httpserver: HTTPServer, model: OpenAIChatModel) -> None:
+    httpserver.expect_request(PATH).respond_with_json({"error": {"message": "slow"}}, status=408)
+    with pytest.raises(LLMTimeoutError) as info:
+        model.complete(MESSAGES)
+    assert info.value.retryable
+    assert info.value.status_code == 408
+    assert len(httpserver.log) == 1
+
+
+def test_sdk_client_has_retries_off_and_split_timeouts(model: OpenAIChatModel) -> None:
+    sdk = model._sdk()
+    assert sdk.max_retries == 0
+    assert sdk.timeout.connect == 0.5
+    assert sdk.timeout.read == 0.5
+    assert model._sdk() is sdk  # reused within a process
+
+
+def test_sdk_client_is_recreated_after_a_fork(model: OpenAIChatModel) -> None:
+    before = model._sdk()
+    model._client_pid = -1  # as seen from a forked child: the parent's pid
+    after = model._sdk()
+    assert after is not before
+    assert model._client_pid == os.getpid()
