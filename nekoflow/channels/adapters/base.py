@@ -1,0 +1,130 @@
+"""Shared adapter behaviour: runtime context, render policy, memory scope and rendering.
+
+A platform adapter subclasses :class:`BaseChannelAdapter`, sets ``channel_name`` and
+``render_policy`` and implements ``_parse`` (raw event → ChatRequest or None).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from nekoflow.channels.adapters._fields import Fields, load_event
+from nekoflow.channels.context import (
+    Attachment,
+    ChannelRenderPolicy,
+    ChannelRuntimeContext,
+    ChatRequest,
+    ChatSender,
+    MemoryScope,
+    context_from_request,
+)
+from nekoflow.channels.errors import MalformedEventError
+from nekoflow.channels.render import render_text
+
+
+class BaseChannelAdapter:
+    """The five seed protocol methods plus ``parse_event``, shared by every platform adapter."""
+
+    channel_name: ClassVar[str] = ""
+    render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy()
+    group_memory_scope: ClassVar[str] = MemoryScope.group.value
+
+    # --- input ---------------------------------------------------------------------------
+
+    def parse_event(self, raw_event: Any) -> ChatRequest | None:
+        """Parse a raw platform event (dict, or JSON str/bytes) into a ChatRequest.
+
+        Returns None for events that are not chat messages (notices, heartbeats, the bot's own
+        messages); raises :class:`MalformedEventError` (an ``InputError``) naming the bad field.
+        """
+        event = Fields(self.channel_name, load_event(self.channel_name, raw_event))
+        try:
+            return self._parse(event)
+        except ValidationError as exc:  # a value that passed the reads but not the model
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "event"
+            raise MalformedEventError(self.channel_name, field, first["msg"]) from exc
+
+    def _parse(self, event: Fields) -> ChatRequest | None:
+        raise NotImplementedError
+
+    def _request(
+        self,
+        *,
+        conversation_id: str,
+        scene: str,
+        user_id: str,
+        content: str,
+        message_id: str = "",
+        display_name: str = "",
+        role: str | None = None,
+        group_id: str = "",
+        group_name: str = "",
+        thread_id: str = "",
+        attachments: list[Attachment] | None = None,
+        is_mentioned: bool = False,
+        is_reply_to_bot: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> ChatRequest:
+        """A ChatRequest whose trigger flags are mirrored into metadata (seed convention)."""
+        meta: dict[str, Any] = dict(metadata or {})
+        meta.update(
+            source=self.channel_name,
+            channel_type=scene,
+            is_mentioned=is_mentioned,
+            is_reply_to_bot=is_reply_to_bot,
+        )
+        if group_id:
+            meta["group_id"] = group_id
+        return ChatRequest(
+            channel=self.channel_name,
+            conversation_id=conversation_id,
+            user_id=user_id,
+            sender=ChatSender(user_id=user_id, display_name=display_name, role=role),
+            content=content.strip(),
+            message_id=message_id,
+            attachments=attachments or [],
+            is_mentioned=is_mentioned,
+            is_reply_to_bot=is_reply_to_bot,
+            scene=scene,
+            group_id=group_id,
+            group_name=group_name,
+            thread_id=thread_id,
+            metadata=meta,
+        )
+
+    # --- CharacterChannelAdapter ---------------------------------------------------------
+
+    def build_runtime_context(self, chat_request: Any) -> ChannelRuntimeContext:
+        """The runtime context of a request (ChatRequest, plain object or dict)."""
+        return context_from_request(chat_request, channel=self.channel_name)
+
+    def get_render_policy(
+        self, context: ChannelRuntimeContext | None = None
+    ) -> ChannelRenderPolicy:
+        """This channel's output capabilities (the seed's per-channel table)."""
+        return self.render_policy
+
+    def select_character_id(self, context: ChannelRuntimeContext) -> str | None:
+        """A character the message asks for (metadata ``character_id``), else None = default."""
+        value = context.metadata.get("character_id")
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return None
+        return str(value).strip() or None
+
+    def resolve_memory_scope(self, context: ChannelRuntimeContext) -> str:
+        """The adapter's own memory scope: ``user`` in private chats, the group scope otherwise."""
+        if context.is_private:
+            return MemoryScope.user.value
+        return self.group_memory_scope
+
+    def render_result(self, result: Any, context: ChannelRuntimeContext) -> list[dict[str, Any]]:
+        """Reply messages ``[{"type": "text", "content": …}]`` for ``result``'s text only.
+
+        Accepts an object with ``.text``, a dict with ``"text"`` or a str; never reads any other
+        field (the prompt never leaks). Markdown is stripped when the channel cannot show it;
+        long text is split at the channel's max_text_length (see ``nekoflow.channels.render``).
+        """
+        return render_text(result, self.get_render_policy(context))

@@ -1,0 +1,175 @@
+"""QQ over OneBot v11 (go-cqhttp, NapCat, Lagrange, LLOneBot): message events → ChatRequest.
+
+``message`` may be a segment array or a CQ-code string. Only ``post_type == "message"`` events
+are chat messages; notices, requests, meta events (heartbeats, lifecycle), API responses and the
+bot's own messages (``message_sent`` or ``user_id == self_id``) give None. A group message
+mentions the bot when an ``at`` segment's qq is the bot (``bot_uin``, else the event's
+``self_id``) or ``all``; private messages never count as mentions. OneBot's ``reply`` segment only
+carries a message id, so ``is_reply_to_bot`` is always False here (the id is kept in
+``metadata["reply_to_message_id"]``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from nekoflow.channels.adapters._fields import Fields
+from nekoflow.channels.adapters.base import BaseChannelAdapter
+from nekoflow.channels.context import Attachment, ChannelRenderPolicy, ChatRequest, MemoryScope
+
+_CQ_CODE = re.compile(r"\[CQ:([^,\]]+)((?:,[^\]]*)?)\]")
+_MEDIA_TYPES = {"image": "image", "record": "audio", "video": "video", "file": "file"}
+
+
+def _unescape_text(text: str) -> str:
+    return text.replace("&#91;", "[").replace("&#93;", "]").replace("&amp;", "&")
+
+
+def _unescape_param(text: str) -> str:
+    return _unescape_text(text.replace("&#44;", ","))
+
+
+def parse_cq_string(message: str) -> list[dict[str, Any]]:
+    """Split a CQ-code string into OneBot segments (``[{"type", "data"}]``), unescaping values."""
+    segments: list[dict[str, Any]] = []
+    pos = 0
+    for match in _CQ_CODE.finditer(message):
+        if match.start() > pos:
+            segments.append(
+                {"type": "text", "data": {"text": _unescape_text(message[pos : match.start()])}}
+            )
+        data: dict[str, str] = {}
+        for pair in match.group(2).split(",")[1:]:
+            key, _, value = pair.partition("=")
+            data[key.strip()] = _unescape_param(value)
+        segments.append({"type": match.group(1).strip(), "data": data})
+        pos = match.end()
+    if pos < len(message):
+        segments.append({"type": "text", "data": {"text": _unescape_text(message[pos:])}})
+    return segments
+
+
+class QQChannelAdapter(BaseChannelAdapter):
+    """QQ through a OneBot v11 implementation; ``bot_uin`` is the bot's QQ number (optional)."""
+
+    channel_name: ClassVar[str] = "qq"
+    render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
+        supports_markdown=False,
+        supports_image=True,
+        supports_quote_reply=True,
+        supports_at=True,
+        max_text_length=4500,
+        split_strategy="paragraph",
+    )
+    group_memory_scope: ClassVar[str] = MemoryScope.group_user.value
+
+    def __init__(self, bot_uin: str | int | None = None) -> None:
+        self.bot_uin = str(bot_uin) if bot_uin not in (None, "") else None
+
+    def _parse(self, event: Fields) -> ChatRequest | None:
+        if not event.has("post_type"):
+            if event.has("retcode") or event.has("echo"):
+                return None  # an API response on the same connection
+            raise event.error("post_type", "is missing")
+        if event.text("post_type") != "message":
+            return None
+        message_type = event.text("message_type", required=True)
+        if message_type not in ("private", "group"):
+            return None  # e.g. go-cqhttp's "guild" extension
+        user_id = event.ident("user_id", required=True)
+        self_id = event.ident("self_id")
+        if self_id and user_id == self_id:
+            return None
+        bot_id = self.bot_uin or self_id
+        is_group = message_type == "group"
+        group_id = event.ident("group_id", required=is_group) if is_group else ""
+
+        segments = self._segments(event)
+        parts: list[str] = []
+        attachments: list[Attachment] = []
+        mentioned = False
+        reply_to = ""
+        for segment in segments:
+            kind = segment.text("type", required=True)
+            data = segment.obj("data") or Fields(segment.channel, {}, segment.where("data"))
+            if kind == "text":
+                parts.append(data.text("text"))
+            elif kind == "at":
+                target = data.ident("qq", required=True)
+                if target == "all":
+                    mentioned = mentioned or is_group
+                    parts.append("@全体成员")
+                elif bot_id and target == bot_id:
+                    mentioned = mentioned or is_group
+                else:
+                    parts.append(f"@{data.text('name') or target}")
+            elif kind == "reply":
+                reply_to = data.ident("id")
+            elif kind in _MEDIA_TYPES:
+                url = data.text("url") or None
+                file_id = data.text("file") or None
+                attachments.append(
+                    Attachment(
+                        type=_MEDIA_TYPES[kind],
+                        url=url,
+                        file_id=file_id,
+                        name=data.text("name") or data.text("file_name") or None,
+                        size=data.size("file_size"),
+                    )
+                )
+
+        sender = event.obj("sender")
+        display_name = ""
+        role = None
+        if sender is not None:
+            display_name = sender.text("card") or sender.text("nickname")
+            role = sender.text("role") or None
+        anonymous = event.obj("anonymous")
+        if anonymous is not None:
+            display_name = anonymous.text("name") or display_name
+
+        metadata: dict[str, Any] = {"message_type": message_type}
+        if event.has("sub_type"):
+            metadata["sub_type"] = event.text("sub_type")
+        if self_id:
+            metadata["self_id"] = self_id
+        if reply_to:
+            metadata["reply_to_message_id"] = reply_to
+        time = event.integer("time")
+        if time is not None:
+            metadata["time"] = time
+
+        return self._request(
+            conversation_id=group_id if is_group else user_id,
+            scene="group" if is_group else "private",
+            user_id=user_id,
+            content="".join(parts),
+            message_id=event.ident("message_id"),
+            display_name=display_name,
+            role=role,
+            group_id=group_id,
+            group_name=event.text("group_name") if isinstance(event.raw("group_name"), str) else "",
+            attachments=attachments,
+            is_mentioned=mentioned,
+            is_reply_to_bot=False,
+            metadata=metadata,
+        )
+
+    @staticmethod
+    def _segments(event: Fields) -> list[Fields]:
+        message = event.raw("message")
+        if message is None:
+            message = event.raw("raw_message")
+            key = "raw_message"
+            if message is None:
+                raise event.error("message", "is missing")
+        else:
+            key = "message"
+        if isinstance(message, str):
+            return Fields(event.channel, {key: parse_cq_string(message)}, event.path).objs(key)
+        if isinstance(message, list):
+            return event.objs(key)
+        raise event.error(
+            key, f"must be a segment list or a CQ-code string, got {type(message).__name__}"
+        )

@@ -1,0 +1,188 @@
+"""The QQ official bot (API v2): gateway dispatch events → ChatRequest.
+
+Accepts the gateway payload ``{"op": 0, "t": …, "d": {…}}`` (also from webhooks) and a bare
+``d``, whose type is inferred from its fields (group_openid → group, user_openid → C2C,
+direct_message/src_guild_id → guild DM, guild_id/channel_id → guild channel). Chat types:
+``C2C_MESSAGE_CREATE`` and ``DIRECT_MESSAGE_CREATE`` (private), ``GROUP_AT_MESSAGE_CREATE`` and
+``GROUP_MESSAGE_CREATE`` (QQ group), ``AT_MESSAGE_CREATE`` and ``MESSAGE_CREATE`` (guild text
+channel). Other ops (hello, heartbeat ack, webhook validation) and other event types give None,
+as do messages whose author is a bot. The AT types are mentions; otherwise a ``mentions`` entry
+whose id is ``bot_appid``, or that is flagged ``bot``/``is_bot``/``is_you``, is one. An
+``AT_MESSAGE_CREATE`` with a ``message_reference`` and no bot mention is a reply to the bot (the
+platform sends AT events for "@bot or a reply to the bot").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from nekoflow.channels.adapters._fields import Fields
+from nekoflow.channels.adapters.base import BaseChannelAdapter
+from nekoflow.channels.context import Attachment, ChannelRenderPolicy, ChatRequest
+
+_PRIVATE_TYPES = frozenset({"C2C_MESSAGE_CREATE", "DIRECT_MESSAGE_CREATE"})
+_GROUP_TYPES = frozenset({"GROUP_AT_MESSAGE_CREATE", "GROUP_MESSAGE_CREATE"})
+_GUILD_TYPES = frozenset({"AT_MESSAGE_CREATE", "MESSAGE_CREATE"})
+_AT_TYPES = frozenset({"GROUP_AT_MESSAGE_CREATE", "AT_MESSAGE_CREATE"})
+_CHAT_TYPES = _PRIVATE_TYPES | _GROUP_TYPES | _GUILD_TYPES
+_MENTION_TOKEN = re.compile(r"<@!?([^>\s]+)>")
+
+
+def _attachment_type(content_type: str) -> str:
+    kind = content_type.split("/", 1)[0].lower()
+    if kind in ("image", "video", "audio"):
+        return kind
+    if kind == "voice":
+        return "audio"
+    return "file"
+
+
+def _infer_type(d: Fields) -> str:
+    if d.has("group_openid") or d.has("group_id"):
+        return "GROUP_MESSAGE_CREATE"
+    if d.has("guild_id") or d.has("channel_id"):
+        if d.has("src_guild_id") or (
+            isinstance(d.raw("direct_message"), bool) and d.raw("direct_message")
+        ):
+            return "DIRECT_MESSAGE_CREATE"
+        return "MESSAGE_CREATE"
+    author = d.obj("author")
+    if author is not None and author.has("user_openid"):
+        return "C2C_MESSAGE_CREATE"
+    raise d.error("group_openid", "is missing: cannot tell which kind of message this is")
+
+
+class QQBotChannelAdapter(BaseChannelAdapter):
+    """QQ's official bot platform; ``bot_appid`` identifies the bot in ``mentions`` (optional)."""
+
+    channel_name: ClassVar[str] = "qqbot"
+    render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
+        supports_markdown=False,
+        supports_image=True,
+        supports_quote_reply=True,
+        supports_at=True,
+        max_text_length=2000,
+        split_strategy="paragraph",
+    )
+
+    def __init__(self, bot_appid: str | int | None = None) -> None:
+        self.bot_appid = str(bot_appid) if bot_appid not in (None, "") else None
+
+    def _parse(self, event: Fields) -> ChatRequest | None:
+        if event.has("op") or event.has("t"):
+            op = event.integer("op")
+            if op is not None and op != 0:
+                return None  # hello, heartbeat ack, reconnect, webhook validation…
+            event_type = event.text("t", required=True)
+            if event_type not in _CHAT_TYPES:
+                return None
+            d = event.need("d")
+        else:
+            d = event
+            event_type = _infer_type(d)
+
+        author = d.need("author")
+        if author.flag("bot"):
+            return None
+        mentions = d.objs("mentions")
+        bot_ids = {m.ident("id") for m in mentions if self._is_bot_mention(m)} - {""}
+        content = self._clean_content(d.text("content"), mentions, bot_ids)
+        mentioned_bot = bool(bot_ids) or any(self._is_bot_mention(m) for m in mentions)
+        is_at_type = event_type in _AT_TYPES
+        reference = d.obj("message_reference")
+        reply_to = reference.ident("message_id") if reference is not None else ""
+
+        metadata: dict[str, Any] = {"event_type": event_type}
+        stamp = d.raw("timestamp")
+        if isinstance(stamp, str | int) and not isinstance(stamp, bool):
+            metadata["timestamp"] = stamp
+        if reply_to:
+            metadata["reply_to_message_id"] = reply_to
+        member = d.obj("member")
+        display_name = (member.text("nick") if member is not None else "") or author.text(
+            "username"
+        )
+
+        if event_type in _PRIVATE_TYPES:
+            if event_type == "C2C_MESSAGE_CREATE":
+                user_id = author.ident("user_openid", required=True)
+                conversation_id = user_id
+            else:
+                user_id = author.ident("id", required=True)
+                conversation_id = d.ident("guild_id", required=True)
+                metadata["src_guild_id"] = d.ident("src_guild_id")
+            return self._request(
+                conversation_id=conversation_id,
+                scene="private",
+                user_id=user_id,
+                content=content,
+                message_id=d.ident("id"),
+                display_name=display_name,
+                attachments=self._attachments(d),
+                is_mentioned=False,
+                is_reply_to_bot=False,
+                metadata=metadata,
+            )
+
+        if event_type in _GROUP_TYPES:
+            group_id = d.ident("group_openid") or d.ident("group_id", required=True)
+            user_id = author.ident("member_openid") or author.ident("id", required=True)
+        else:
+            group_id = d.ident("channel_id", required=True)
+            user_id = author.ident("id", required=True)
+            metadata["guild_id"] = d.ident("guild_id")
+        return self._request(
+            conversation_id=group_id,
+            scene="group",
+            user_id=user_id,
+            content=content,
+            message_id=d.ident("id"),
+            display_name=display_name,
+            group_id=group_id,
+            attachments=self._attachments(d),
+            is_mentioned=is_at_type or mentioned_bot,
+            is_reply_to_bot=bool(
+                event_type == "AT_MESSAGE_CREATE" and reply_to and not mentioned_bot
+            ),
+            metadata=metadata,
+        )
+
+    def _is_bot_mention(self, mention: Fields) -> bool:
+        if self.bot_appid and mention.ident("id") == self.bot_appid:
+            return True
+        return any(
+            isinstance(mention.raw(key), bool) and mention.raw(key)
+            for key in ("bot", "is_bot", "is_you")
+        )
+
+    @staticmethod
+    def _clean_content(content: str, mentions: list[Fields], bot_ids: set[str]) -> str:
+        names = {m.ident("id"): m.text("username") for m in mentions if m.ident("id")}
+
+        def replace(match: re.Match[str]) -> str:
+            target = match.group(1)
+            if target in bot_ids:
+                return ""
+            return f"@{names.get(target) or target}"
+
+        return _MENTION_TOKEN.sub(replace, content)
+
+    @staticmethod
+    def _attachments(d: Fields) -> list[Attachment]:
+        out: list[Attachment] = []
+        for item in d.objs("attachments"):
+            url = item.text("url")
+            if url and "://" not in url:
+                url = f"https://{url}"  # the platform often omits the scheme
+            content_type = item.text("content_type")
+            out.append(
+                Attachment(
+                    type=_attachment_type(content_type),
+                    url=url or None,
+                    name=item.text("filename") or None,
+                    mime_type=content_type if "/" in content_type else None,
+                    size=item.size("size"),
+                )
+            )
+        return out

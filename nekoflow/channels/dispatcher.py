@@ -1,0 +1,231 @@
+"""The runtime dispatcher: is the character runtime on, does this message trigger it, which
+memory scope and scope id, which character — all pure decisions over a parsed request.
+
+Triggers (seed): ``always``; ``private_only``; ``mention_only``; ``mention_or_private``;
+``private_or_reply``; ``keyword`` (a case-sensitive substring of the channel's
+``trigger_keywords`` in the content); ``manual`` (``character_mode`` true); anything else is
+false. Private means scene ``private`` or ``web_session``. Flags are read with
+``_get_meta_field`` (attribute when not None, else metadata, else the context's metadata).
+An unconfigured channel uses its built-in default trigger (``config.CHANNEL_DEFAULTS``), and a
+channel without one ``mention_or_private``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from configparser import ConfigParser
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from nekoflow.channels.config import (
+    CHANNEL_DEFAULTS,
+    FALLBACK_MEMORY_SCOPE,
+    FALLBACK_TRIGGER,
+    RuntimeConfig,
+)
+from nekoflow.channels.context import (
+    ChannelRuntimeContext,
+    MemoryScope,
+    TriggerStrategy,
+    context_from_request,
+    request_field,
+)
+from nekoflow.errors import InputError
+
+
+def _part(value: Any, fallback: str) -> str:
+    text = "" if value is None else str(value).strip()
+    return text or fallback
+
+
+def build_scope_id(context: ChannelRuntimeContext, memory_scope: str | None) -> str:
+    """The isolation key of a memory scope (SPEC "Channels"), e.g. ``qq:group:1:user:2``.
+
+    Empty channel → ``unknown``, empty user → ``anonymous``, empty conversation →
+    ``unknown_conversation``; group/group_user without a group id and thread without a thread id
+    use the conversation id; an unknown (or empty) scope is ``conversation``.
+    """
+    channel = _part(context.channel, "unknown")
+    conversation = _part(context.conversation_id, "unknown_conversation")
+    user = _part(context.user_id, "anonymous")
+    group = _part(context.group_id, conversation)
+    thread = _part(context.thread_id, conversation)
+    scope = _part(memory_scope, "").lower()
+    if scope == MemoryScope.user:
+        return f"{channel}:user:{user}"
+    if scope == MemoryScope.group:
+        return f"{channel}:group:{group}"
+    if scope == MemoryScope.group_user:
+        return f"{channel}:group:{group}:user:{user}"
+    if scope == MemoryScope.chat_user:
+        return f"{channel}:chat:{conversation}:user:{user}"
+    if scope == MemoryScope.thread:
+        return f"{channel}:chat:{conversation}:thread:{thread}"
+    return f"{channel}:conversation:{conversation}"
+
+
+class SkipReason(StrEnum):
+    """Why a message does not enter the character runtime."""
+
+    disabled = "disabled"
+    not_triggered = "not_triggered"
+
+
+class DispatchDecision(BaseModel):
+    """The dispatcher's verdict on one request; ``reason`` says why when not ``accepted``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accepted: bool
+    reason: SkipReason | None = None
+    channel: str
+    trigger: str
+    memory_scope: str
+    scope_id: str
+    character_id: str | None = None
+    context: ChannelRuntimeContext
+
+
+class CharacterRuntimeContextDispatcher:
+    """Decides, per message, whether and how the character runtime handles it (seed names).
+
+    ``config`` is what :func:`load_runtime_config` returns, SPEC's plain mapping, a
+    ConfigParser, or None (seed defaults: enabled everywhere, built-in per-channel triggers).
+    """
+
+    def __init__(self, config: RuntimeConfig | Mapping[str, Any] | ConfigParser | None = None):
+        if config is None:
+            self.config = RuntimeConfig()
+        elif isinstance(config, RuntimeConfig):
+            self.config = config
+        elif isinstance(config, ConfigParser):
+            self.config = RuntimeConfig.from_mapping(
+                {
+                    name: dict(config.items(name, raw=True))
+                    for name in config.sections()
+                    if name == "character_runtime" or name.startswith("character_runtime_")
+                }
+            )
+        else:
+            self.config = RuntimeConfig.from_mapping(config)
+
+    # --- configuration lookups ---------------------------------------------------------
+
+    def is_enabled(self, ctx: ChannelRuntimeContext) -> bool:
+        """The channel's ``enabled`` when set, else the global ``default_enabled``."""
+        enabled = self.config.channel(_part(ctx.channel, "unknown")).enabled
+        if enabled is not None:
+            return enabled
+        return self.config.character_runtime.default_enabled
+
+    def get_trigger(self, ctx: ChannelRuntimeContext) -> str:
+        """The channel's configured trigger, else its built-in default, else the fallback."""
+        channel = _part(ctx.channel, "unknown")
+        configured = self.config.channel(channel).trigger
+        if configured is not None:
+            return configured.value
+        defaults = CHANNEL_DEFAULTS.get(channel)
+        return (defaults.trigger if defaults else FALLBACK_TRIGGER).value
+
+    def resolve_memory_scope(self, ctx: ChannelRuntimeContext, adapter: Any = None) -> str:
+        """Configured scope, else the adapter's, else the channel default; private chats turn
+        group and group_user into user."""
+        channel = _part(ctx.channel, "unknown")
+        scope: str | None = None
+        configured = self.config.channel(channel).memory_scope
+        if configured is not None:
+            scope = configured.value
+        elif adapter is not None and callable(getattr(adapter, "resolve_memory_scope", None)):
+            scope = adapter.resolve_memory_scope(ctx) or None
+        if scope is None:
+            defaults = CHANNEL_DEFAULTS.get(channel)
+            scope = (defaults.memory_scope if defaults else FALLBACK_MEMORY_SCOPE).value
+        scope = str(scope).strip().lower()
+        if ctx.is_private and scope in (MemoryScope.group, MemoryScope.group_user):
+            return MemoryScope.user.value
+        return scope
+
+    def build_scope_id(self, ctx: ChannelRuntimeContext, memory_scope: str | None) -> str:
+        """See :func:`build_scope_id`."""
+        return build_scope_id(ctx, memory_scope)
+
+    def select_character_id(self, ctx: ChannelRuntimeContext, adapter: Any = None) -> str | None:
+        """The adapter's choice, else the channel's ``default_character_id``, else the global
+        ``default_character_id`` (None: the currently active character)."""
+        if adapter is not None and callable(getattr(adapter, "select_character_id", None)):
+            chosen = adapter.select_character_id(ctx)
+            if chosen not in (None, ""):
+                return str(chosen)
+        channel_default = self.config.channel(_part(ctx.channel, "unknown")).default_character_id
+        return channel_default or self.config.character_runtime.default_character_id
+
+    # --- triggers ------------------------------------------------------------------------
+
+    @staticmethod
+    def _get_meta_field(chat_request: Any, key: str, default: Any = None) -> Any:
+        """``chat_request.<key>`` (or ``[key]`` for a dict) when not None, else
+        ``chat_request.metadata[key]``, else ``default``."""
+        return request_field(chat_request, key, default)
+
+    def _flag(self, chat_request: Any, ctx: ChannelRuntimeContext, key: str) -> bool:
+        value = self._get_meta_field(chat_request, key)
+        if value is None:
+            value = ctx.metadata.get(key)
+        return value is True
+
+    def _should_trigger(self, trigger: str, ctx: ChannelRuntimeContext, chat_request: Any) -> bool:
+        """Whether ``trigger`` lets this message in (see the module docstring)."""
+        private = ctx.is_private
+        if trigger == TriggerStrategy.always:
+            return True
+        if trigger == TriggerStrategy.private_only:
+            return private
+        if trigger == TriggerStrategy.mention_only:
+            return self._flag(chat_request, ctx, "is_mentioned")
+        if trigger == TriggerStrategy.mention_or_private:
+            return private or self._flag(chat_request, ctx, "is_mentioned")
+        if trigger == TriggerStrategy.private_or_reply:
+            return private or self._flag(chat_request, ctx, "is_reply_to_bot")
+        if trigger == TriggerStrategy.keyword:
+            content = self._get_meta_field(chat_request, "content", "")
+            if not isinstance(content, str) or not content:
+                return False
+            keywords = self.config.channel(_part(ctx.channel, "unknown")).trigger_keywords
+            return any(keyword and keyword in content for keyword in keywords)
+        if trigger == TriggerStrategy.manual:
+            return self._flag(chat_request, ctx, "character_mode")
+        return False
+
+    # --- the whole decision ----------------------------------------------------------------
+
+    def dispatch(self, chat_request: Any, adapter: Any = None) -> DispatchDecision:
+        """Decide for one parsed request: enabled? triggered? scope, scope id and character.
+
+        The context comes from ``adapter.build_runtime_context`` (or the request itself when no
+        adapter is given). Skipped requests still carry the scope they would have used.
+        """
+        if chat_request is None:
+            raise InputError("dispatch needs a chat request, got None", field="chat_request")
+        if adapter is not None:
+            ctx = adapter.build_runtime_context(chat_request)
+        else:
+            ctx = context_from_request(chat_request)
+        trigger = self.get_trigger(ctx)
+        memory_scope = self.resolve_memory_scope(ctx, adapter)
+        reason: SkipReason | None = None
+        if not self.is_enabled(ctx):
+            reason = SkipReason.disabled
+        elif not self._should_trigger(trigger, ctx, chat_request):
+            reason = SkipReason.not_triggered
+        return DispatchDecision(
+            accepted=reason is None,
+            reason=reason,
+            channel=_part(ctx.channel, "unknown"),
+            trigger=trigger,
+            memory_scope=memory_scope,
+            scope_id=build_scope_id(ctx, memory_scope),
+            character_id=self.select_character_id(ctx, adapter),
+            context=ctx,
+        )
