@@ -340,7 +340,8 @@ def match_entries_v2(
         raise InputError("character_id must be a string", field="character_id")
     character_keys = {k for k in (character_id, context.character_id) if k}
     state = _cooldown_state(cooldowns, context, cfg)
-    hits = _collect(books, context, cfg, state, character_keys, cache or default_cache())
+    index = cache if cache is not None else default_cache()
+    hits = _collect(books, context, cfg, state, character_keys, index)
     hits.sort(key=_Hit.rank)
     return [_result(h) for h in _apply_budgets(hits, cfg)]
 
