@@ -126,8 +126,12 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             )
 
         if event_type in _GROUP_TYPES:
-            group_id = d.ident("group_openid") or d.ident("group_id", required=True)
-            user_id = author.ident("member_openid") or author.ident("id", required=True)
+            group_id = d.ident("group_openid") or d.ident("group_id")
+            if not group_id:
+                raise d.error("group_openid", "is missing")
+            user_id = author.ident("member_openid") or author.ident("id")
+            if not user_id:
+                raise author.error("member_openid", "is missing")
         else:
             group_id = d.ident("channel_id", required=True)
             user_id = author.ident("id", required=True)

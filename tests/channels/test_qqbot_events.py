@@ -1,0 +1,159 @@
+"""QQ official bot: gateway payloads and bare ``d``, AT types, mentions, non-chat ops."""
+
+from __future__ import annotations
+
+import pytest
+
+from nekoflow.channels import QQBotChannelAdapter
+from nekoflow.channels.errors import MalformedEventError
+
+
+def test_group_at_message(event) -> None:
+    request = QQBotChannelAdapter(bot_appid="102000001").parse_event(event("qqbot_group_at"))
+    assert request.channel == "qqbot"
+    assert request.scene == "group"
+    assert request.conversation_id == request.group_id == "C9F778FE6ADF9D1D1DBE395BF744A33A"
+    assert request.user_id == "E4F4AEA33253A2797FB897C50B81D7ED"
+    assert request.content == "讲个故事"
+    assert request.is_mentioned is True and request.metadata["is_mentioned"] is True
+    assert request.message_id.startswith("ROBOT1.0_")
+    [image] = request.attachments
+    assert (image.type, image.mime_type, image.size) == ("image", "image/jpeg", 81234)
+    assert image.url == "https://gchat.qpic.cn/qmeetpic/0/0-0-1A2B/0"  # scheme added
+    assert request.metadata["event_type"] == "GROUP_AT_MESSAGE_CREATE"
+
+
+def test_c2c_message_is_private(event) -> None:
+    request = QQBotChannelAdapter().parse_event(event("qqbot_c2c"))
+    assert (request.scene, request.conversation_id, request.user_id) == (
+        "private",
+        "E4F4AEA33253A2797FB897C50B81D7ED",
+        "E4F4AEA33253A2797FB897C50B81D7ED",
+    )
+    assert request.is_mentioned is False
+    assert request.content == "123"
+
+
+def test_bare_d_is_accepted(event) -> None:
+    adapter = QQBotChannelAdapter()
+    group = adapter.parse_event(event("qqbot_group_at")["d"])
+    assert group.scene == "group" and group.group_id == "C9F778FE6ADF9D1D1DBE395BF744A33A"
+    private = adapter.parse_event(event("qqbot_c2c")["d"])
+    assert private.scene == "private"
+    guild = adapter.parse_event(event("qqbot_guild_message")["d"])
+    assert guild.scene == "group" and guild.is_mentioned is True  # bot in mentions
+
+
+def test_guild_message_mentions_and_content(event) -> None:
+    request = QQBotChannelAdapter().parse_event(event("qqbot_guild_message"))
+    assert request.is_mentioned is True  # mentions entry with bot: true
+    assert request.content == "你好 @路人"
+    assert (request.conversation_id, request.user_id) == ("100010", "1234")
+    assert request.metadata["guild_id"] == "18700000000001"
+    assert request.sender.display_name == "频道昵称"
+
+
+def test_guild_mention_by_appid_and_not_mentioned(event) -> None:
+    raw = event("qqbot_guild_message")
+    raw["d"]["mentions"] = [{"id": "5566", "username": "猫娘Bot"}]
+    assert QQBotChannelAdapter(bot_appid="5566").parse_event(raw).is_mentioned is True
+    assert QQBotChannelAdapter(bot_appid="999").parse_event(raw).is_mentioned is False
+    raw["d"].pop("mentions")
+    raw["d"]["content"] = "随便聊聊"
+    assert QQBotChannelAdapter().parse_event(raw).is_mentioned is False
+
+
+def test_at_message_reply_counts_as_reply_to_bot(event) -> None:
+    raw = event("qqbot_guild_message")
+    raw["t"] = "AT_MESSAGE_CREATE"
+    raw["d"]["mentions"] = []
+    raw["d"]["content"] = "接着说"
+    raw["d"]["message_reference"] = {"message_id": "08ab", "ignore_get_message_error": False}
+    request = QQBotChannelAdapter().parse_event(raw)
+    assert request.is_mentioned is True
+    assert request.is_reply_to_bot is True
+    assert request.metadata["reply_to_message_id"] == "08ab"
+
+
+def test_direct_message_is_private(event) -> None:
+    raw = event("qqbot_guild_message")
+    raw["t"] = "DIRECT_MESSAGE_CREATE"
+    raw["d"]["src_guild_id"] = "555"
+    raw["d"]["direct_message"] = True
+    request = QQBotChannelAdapter().parse_event(raw)
+    assert request.scene == "private"
+    assert request.conversation_id == "18700000000001"  # DMs are answered via /dms/{guild_id}
+    assert request.user_id == "1234"
+    assert QQBotChannelAdapter().parse_event(raw["d"]).scene == "private"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"op": 10, "d": {"heartbeat_interval": 45000}},
+        {"op": 11},
+        {"op": 13, "d": {"plain_token": "abc", "event_ts": "1725442341"}},
+        {"op": 0, "s": 1, "t": "READY", "d": {"version": 1, "session_id": "x", "user": {}}},
+        {
+            "op": 0,
+            "s": 2,
+            "t": "GROUP_ADD_ROBOT",
+            "d": {"group_openid": "G", "op_member_openid": "M", "timestamp": 1699240248},
+        },
+        {"op": 0, "t": "FRIEND_ADD", "d": {"openid": "U", "timestamp": 1}},
+        {
+            "op": 0,
+            "t": "MESSAGE_CREATE",
+            "d": {
+                "author": {"id": "1", "bot": True, "username": "other bot"},
+                "channel_id": "c",
+                "guild_id": "g",
+                "content": "beep",
+                "id": "m",
+            },
+        },
+    ],
+)
+def test_non_chat_events_give_none(raw) -> None:
+    assert QQBotChannelAdapter().parse_event(raw) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"op": 0, "t": "C2C_MESSAGE_CREATE"}, "d"),
+        ({"op": 0, "t": "C2C_MESSAGE_CREATE", "d": {"content": "x"}}, "d.author"),
+        ({"op": 0, "t": "C2C_MESSAGE_CREATE", "d": {"author": {}}}, "d.author.user_openid"),
+        (
+            {"op": 0, "t": "GROUP_AT_MESSAGE_CREATE", "d": {"author": {"member_openid": "m"}}},
+            "d.group_openid",
+        ),
+        (
+            {"op": 0, "t": "GROUP_AT_MESSAGE_CREATE", "d": {"author": {}, "group_openid": "g"}},
+            "d.author.member_openid",
+        ),
+        ({"op": "0", "t": "C2C_MESSAGE_CREATE", "d": {}}, "op"),
+        ({"op": 0, "t": 5}, "t"),
+        ({"content": "hi"}, "group_openid"),
+        (
+            {
+                "op": 0,
+                "t": "C2C_MESSAGE_CREATE",
+                "d": {"author": {"user_openid": "u"}, "attachments": {"url": "x"}},
+            },
+            "d.attachments",
+        ),
+        (
+            {
+                "op": 0,
+                "t": "C2C_MESSAGE_CREATE",
+                "d": {"author": {"user_openid": "u"}, "content": ["x"]},
+            },
+            "d.content",
+        ),
+    ],
+)
+def test_malformed_events_name_the_field(raw, field) -> None:
+    with pytest.raises(MalformedEventError) as err:
+        QQBotChannelAdapter().parse_event(raw)
+    assert err.value.field == field
