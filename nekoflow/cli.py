@@ -7,6 +7,7 @@ from rich.console import Console
 
 from nekoflow import __version__
 from nekoflow.review.cli import review_command
+from nekoflow.worldbook.cli import worldbook_app
 
 app = typer.Typer(
     name="nekoflow",
@@ -16,6 +17,7 @@ app = typer.Typer(
 )
 console = Console()
 app.command("review")(review_command)
+app.add_typer(worldbook_app, name="worldbook")
 
 
 @app.command()

@@ -8,13 +8,13 @@ characters whose ``lower()`` changes length (e.g. "İ") behave exactly like the 
 
 Cache key (see :func:`book_cache_key`):
 
-* books of at most ``FINGERPRINT_MAX_ENTRIES`` entries, and books without ``updated_at``, are keyed
-  by a fingerprint of what the index depends on (each entry's keywords, ``case_sensitive``,
-  ``always_on`` and whether it has ``state_triggers``) — always exact, cheap for small books;
-* larger books with ``updated_at`` are keyed by their version: ``(id, updated_at, entry count,
-  store revision)``. The SQL store changes the revision on every write. Code that edits a large
-  book's entries in place must also change ``updated_at``, or it will be matched against the old
-  index.
+* books of at most ``FINGERPRINT_MAX_ENTRIES`` entries, and books with neither ``updated_at`` nor a
+  store revision, are keyed by a fingerprint of what the index depends on (each entry's keywords,
+  ``case_sensitive``, ``always_on`` and whether it has ``state_triggers``) — always exact, cheap
+  for small books;
+* larger books are keyed by their version: ``(id, updated_at, entry count, store revision)``. The
+  SQL store sets a new revision on every write. Code that edits a large book's entries in place
+  must also change ``updated_at``, or it will be matched against the old index.
 
 Every other entry field (enabled, priority, trigger_sources, content…) is read live at match time.
 Pure module: no I/O.
@@ -121,7 +121,7 @@ def compile_book(book: WorldBook) -> CompiledBook:
 def book_cache_key(book: WorldBook) -> Hashable:
     """The version key of ``book``'s index (see the module docstring for the rule)."""
     entries = book.entries
-    if len(entries) <= FINGERPRINT_MAX_ENTRIES or not book.updated_at:
+    if len(entries) <= FINGERPRINT_MAX_ENTRIES or not (book.updated_at or book._revision):
         return (
             "content",
             tuple(
