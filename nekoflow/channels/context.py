@@ -218,13 +218,19 @@ def context_from_request(
 ) -> ChannelRuntimeContext:
     """Build a :class:`ChannelRuntimeContext` from any request shape (model, object or dict).
 
-    Fields are read with :func:`request_field` (attribute first, then metadata). The scene is
+    Fields are read with :func:`request_field`; an empty attribute also defers to metadata (so
+    ``ChatRequest(..., metadata={"group_id": "g"})`` is a group message). The scene is
     the request's ``scene`` (or metadata ``channel_type`` when that names a scene), else
     ``default_scene``, else ``group`` when a group id is present and ``private`` otherwise.
     """
 
     def text(key: str) -> str:
-        return _as_text(request_field(chat_request, key))
+        value = _as_text(request_field(chat_request, key))
+        if not value:  # an empty attribute (ChatRequest's default) defers to metadata
+            metadata = request_field(chat_request, "metadata")
+            if isinstance(metadata, Mapping):
+                value = _as_text(metadata.get(key))
+        return value
 
     group_id = text("group_id")
     scene = text("scene")

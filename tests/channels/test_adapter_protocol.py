@@ -198,3 +198,15 @@ def test_get_adapter_registry() -> None:
         get_adapter("matrix")
     with pytest.raises(ConfigError, match="bad options"):
         get_adapter("qq", bot_appid="1")
+
+
+def test_chat_request_with_group_id_only_in_metadata_is_a_group_message() -> None:
+    from nekoflow.channels import ChatRequest
+
+    request = ChatRequest(
+        channel="qq", conversation_id="g1", user_id="u1", metadata={"group_id": "g1"}
+    )
+    context = QQChannelAdapter().build_runtime_context(request)
+    assert (context.scene, context.group_id) == ("group", "g1")
+    sender_as_name = ChatRequest(channel="qq", conversation_id="u1", sender="小明")
+    assert QQChannelAdapter().build_runtime_context(sender_as_name).user_display_name == "小明"

@@ -211,3 +211,13 @@ def test_dispatcher_accepts_configparser() -> None:
     parser.read_string("[character_runtime_qq]\nenabled = false\n[unrelated]\nx = 1\n")
     dispatcher = CharacterRuntimeContextDispatcher(parser)
     assert not dispatcher.is_enabled(ChannelRuntimeContext("qq", "c", "group"))
+
+
+def test_inline_comments_and_bom(tmp_path: Path) -> None:
+    path = tmp_path / "config.ini"
+    path.write_text(
+        "[character_runtime_qq]\ntrigger = always  # 全部回复\nmemory_scope = user ; 按用户\n",
+        encoding="utf-8-sig",
+    )
+    qq = load_runtime_config(path).channel("qq")
+    assert (qq.trigger, qq.memory_scope) == ("always", "user")

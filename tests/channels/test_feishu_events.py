@@ -132,3 +132,13 @@ def test_encrypted_and_v1_events_are_explained() -> None:
         FeishuChannelAdapter().parse_event(
             {"uuid": "x", "token": "t", "ts": "1", "type": "event_callback", "event": {}}
         )
+
+
+def test_absurdly_nested_content_is_an_input_error(event) -> None:
+    raw = event("feishu_group_text")
+    raw["event"]["message"]["content"] = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(MalformedEventError) as err:
+        FeishuChannelAdapter().parse_event(raw)
+    assert err.value.field == "event.message.content"
+    with pytest.raises(MalformedEventError):
+        FeishuChannelAdapter().parse_event("[" * 100_000)

@@ -25,7 +25,7 @@ def load_event(channel: str, raw_event: Any) -> Mapping[str, Any]:
     if isinstance(raw_event, str):
         try:
             raw_event = json.loads(raw_event)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise MalformedEventError(channel, "event", f"is not valid JSON ({exc})") from exc
     if not isinstance(raw_event, Mapping):
         raise MalformedEventError(

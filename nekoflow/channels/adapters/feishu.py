@@ -110,7 +110,7 @@ class FeishuChannelAdapter(BaseChannelAdapter):
             raise message.error("content", f"must be a JSON string, got {type(raw).__name__}")
         try:
             decoded = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise message.error("content", f"is not valid JSON ({exc})") from exc
         if not isinstance(decoded, dict):
             raise message.error("content", "must decode to a JSON object")

@@ -136,8 +136,8 @@ class QQChannelAdapter(BaseChannelAdapter):
             metadata["self_id"] = self_id
         if reply_to:
             metadata["reply_to_message_id"] = reply_to
-        time = event.integer("time")
-        if time is not None:
+        time = event.raw("time")
+        if isinstance(time, int) and not isinstance(time, bool):
             metadata["time"] = time
 
         return self._request(
@@ -149,7 +149,7 @@ class QQChannelAdapter(BaseChannelAdapter):
             display_name=display_name,
             role=role,
             group_id=group_id,
-            group_name=event.text("group_name") if isinstance(event.raw("group_name"), str) else "",
+            group_name=event.text("group_name"),
             attachments=attachments,
             is_mentioned=mentioned,
             is_reply_to_bot=False,
