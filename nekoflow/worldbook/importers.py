@@ -290,6 +290,8 @@ def from_sillytavern_world_info(
     if problems:
         raise WorldBookDataError(problems)
     stamp = stamp or now_iso()
+    for entry in entries:
+        entry.created_at = entry.updated_at = stamp
     book = WorldBook(
         id=book_id,
         name=name or str(doc.get("name") or "SillyTavern World Info"),
@@ -325,6 +327,8 @@ def from_character_card(
             warnings.append(f"character_book.{field}={value!r} is not supported (ignored)")
     character = data.get("name") if isinstance(data.get("name"), str) else ""
     stamp = stamp or now_iso()
+    for entry in entries:
+        entry.created_at = entry.updated_at = stamp
     book = WorldBook(
         id=book_id,
         name=name or str(character_book.get("name") or character or "character book"),
@@ -369,6 +373,9 @@ def parse_import(
     """
     if is_png(data):
         doc = card_json_from_png(data)
+        if not isinstance(doc, Mapping):
+            raise InputError("the PNG card's JSON is not an object", field="png")
+        return from_character_card(doc, name=name, book_id=book_id)
     else:
         try:
             doc = loads_strict(data.decode("utf-8-sig"))

@@ -1,0 +1,256 @@
+"""Imports: world_books.json, SillyTavern World Info, V2/V3 character cards (JSON and PNG)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from nekoflow.errors import InputError
+from nekoflow.worldbook import WorldBookRecallContext, match_entries_v2
+from nekoflow.worldbook.errors import WorldBookDataError
+from nekoflow.worldbook.formats import dump_world_books
+from nekoflow.worldbook.importers import parse_import
+from nekoflow.worldbook.png import chunk, minimal_png, read_text_chunks
+from nekoflow.worldbook.store import WorldBookStore
+
+
+def st_entry(uid: int, **kw: Any) -> dict[str, Any]:
+    base = {
+        "uid": uid,
+        "key": [],
+        "keysecondary": [],
+        "comment": f"entry {uid}",
+        "content": f"content {uid}",
+        "constant": False,
+        "vectorized": False,
+        "selective": True,
+        "selectiveLogic": 0,
+        "addMemo": True,
+        "order": 100,
+        "position": 0,
+        "disable": False,
+        "excludeRecursion": False,
+        "preventRecursion": False,
+        "delayUntilRecursion": False,
+        "probability": 100,
+        "useProbability": True,
+        "depth": 4,
+        "group": "",
+        "groupOverride": False,
+        "groupWeight": 100,
+        "scanDepth": None,
+        "caseSensitive": None,
+        "matchWholeWords": None,
+        "useGroupScoring": None,
+        "automationId": "",
+        "role": None,
+        "sticky": 0,
+        "cooldown": 0,
+        "delay": 0,
+        "displayIndex": uid,
+    }
+    base.update(kw)
+    return base
+
+
+def world_info() -> dict[str, Any]:
+    return {
+        "entries": {
+            "0": st_entry(0, key=["Dragon", "龙"], order=50, caseSensitive=True),
+            "1": st_entry(1, constant=True, comment="Rules"),
+            "2": st_entry(2, key=["sword"], keysecondary=["magic"], selectiveLogic=0),
+            "3": st_entry(3, key=["alpha", "beta"], keysecondary=["c"], selectiveLogic=3),
+            "4": st_entry(4, key=["x"], keysecondary=["y", "z"], selectiveLogic=3),
+            "5": st_entry(5, key=["p"], keysecondary=["q"], selectiveLogic=2),
+            "6": st_entry(6, key=["off"], disable=True, cooldown=3),
+            "7": st_entry(7, key=["/regex/i"], probability=50, position=1),
+            "8": st_entry(8, key=["wolf"], keysecondary=["v"], selective=False),
+        }
+    }
+
+
+def test_sillytavern_world_info_mapping() -> None:
+    report = parse_import(json.dumps(world_info()).encode(), fallback_name="lore")
+    assert report.source_format == "sillytavern_world_info"
+    [book] = report.books
+    assert book.name == "lore" and book.character_ids == []
+    e = {x.name: x for x in book.entries}
+    assert [x.name for x in book.entries] == [f"entry {i}" if i != 1 else "Rules" for i in range(9)]
+    dragon = e["entry 0"]
+    assert (dragon.keywords, dragon.priority, dragon.case_sensitive) == (["Dragon", "龙"], 50, True)
+    assert dragon.trigger_sources == ["user", "history"] and dragon.id.endswith("-0")
+    assert e["Rules"].always_on is True
+    assert (e["entry 2"].keywords, e["entry 2"].match_mode) == (["sword", "magic"], "all")
+    assert (e["entry 3"].keywords, e["entry 3"].match_mode) == (["alpha", "beta"], "any")  # dropped
+    assert (e["entry 4"].keywords, e["entry 4"].match_mode) == (["x", "y", "z"], "all")
+    assert (e["entry 5"].keywords, e["entry 5"].match_mode) == (["p"], "any")
+    assert (e["entry 6"].enabled, e["entry 6"].cooldown_turns) == (False, 3)
+    assert (e["entry 8"].keywords, e["entry 8"].match_mode) == (["wolf"], "any")
+    text = "\n".join(report.warnings)
+    assert "AND ALL (2 primary, 1 secondary)" in text and "entry '3'" in text
+    assert "NOT ANY" in text and "entry '5'" in text
+    assert "regex key '/regex/i'" in text
+    assert "probability=50" in text and "position=1" in text
+    assert "entry '8'" not in text  # non-selective secondary keys are ignored by SillyTavern too
+    assert "entry '0'" not in text  # fully mapped
+
+
+def test_bad_world_info_is_rejected_whole_naming_each_entry(engine: Engine) -> None:
+    doc = world_info()
+    doc["entries"]["2"]["key"] = "sword, shield"  # comma string is accepted
+    doc["entries"]["3"]["key"] = 7
+    doc["entries"]["5"]["order"] = "high"
+    doc["entries"]["6"] = "junk"
+    with pytest.raises(WorldBookDataError) as err:
+        parse_import(json.dumps(doc).encode())
+    problems = err.value.problems
+    assert len(problems) == 3
+    assert "entry '3' (entry 3): key must be a list of strings" in problems[0]
+    assert "entry '5' (entry 5): order must be an integer" in problems[1]
+    assert "entry '6'" in problems[2]
+    assert WorldBookStore(engine).list_all() == []
+
+
+def card(spec: str = "chara_card_v2") -> dict[str, Any]:
+    return {
+        "spec": spec,
+        "spec_version": "2.0" if spec.endswith("v2") else "3.0",
+        "data": {
+            "name": "风堇",
+            "description": "…",
+            "first_mes": "你好",
+            "character_book": {
+                "name": "风堇的书",
+                "scan_depth": 5,
+                "token_budget": 500,
+                "entries": [
+                    {
+                        "keys": ["白塔"],
+                        "content": "白塔是分别的地方",
+                        "extensions": {"position": 0, "probability": 100, "sticky": 2},
+                        "enabled": True,
+                        "insertion_order": 10,
+                        "case_sensitive": False,
+                        "name": "白塔",
+                        "priority": 40,
+                        "id": 1,
+                        "comment": "",
+                        "selective": True,
+                        "secondary_keys": ["誓约"],
+                        "constant": False,
+                        "position": "before_char",
+                    },
+                    {
+                        "keys": [],
+                        "content": "规则",
+                        "extensions": {},
+                        "enabled": False,
+                        "insertion_order": 5,
+                        "constant": True,
+                        "id": 2,
+                        "comment": "规则",
+                        "use_regex": True,
+                    },
+                ],
+            },
+        },
+    }
+
+
+@pytest.mark.parametrize("spec", ["chara_card_v2", "chara_card_v3"])
+def test_character_card_json(spec: str) -> None:
+    report = parse_import(json.dumps(card(spec), ensure_ascii=False).encode())
+    assert report.source_format == spec.replace("chara_", "character_")
+    [book] = report.books
+    assert (book.name, book.character_ids) == ("风堇的书", ["风堇"])
+    tower, rule = book.entries
+    assert (tower.name, tower.keywords, tower.match_mode, tower.priority) == (
+        "白塔",
+        ["白塔", "誓约"],
+        "all",
+        40,
+    )
+    assert (rule.name, rule.always_on, rule.enabled, rule.priority) == ("规则", True, False, 5)
+    text = "\n".join(report.warnings)
+    assert "insertion_order=10 is not kept" in text
+    assert "extensions.sticky=2" in text
+    assert "use_regex=True" in text
+    assert "character_book.scan_depth=5" in text and "token_budget=500" in text
+    assert "extensions.position" not in text and "probability" not in text
+
+
+def test_png_card_v2_and_v3_chunks() -> None:
+    payload = base64.b64encode(json.dumps(card()).encode()).decode("ascii")
+    report = parse_import(minimal_png({"chara": payload}))
+    assert report.books[0].entries[0].keywords == ["白塔", "誓约"]
+    v3 = card("chara_card_v3")
+    v3["data"]["character_book"]["name"] = "v3 book"
+    v3_payload = base64.b64encode(json.dumps(v3).encode()).decode("ascii")
+    for kind in (b"tEXt", b"zTXt", b"iTXt"):
+        png = minimal_png({"chara": payload, "ccv3": v3_payload}, kind=kind)
+        assert read_text_chunks(png)["ccv3"] == v3_payload
+        report = parse_import(png)
+        assert (report.source_format, report.books[0].name) == ("character_card_v3", "v3 book")
+
+
+def test_bad_png_inputs() -> None:
+    with pytest.raises(InputError, match="no 'chara' or 'ccv3'") as err:
+        parse_import(minimal_png({"Comment": "hello"}))
+    assert err.value.field == "png"
+    good = minimal_png({"chara": "e30="})
+    corrupted = good[:40] + bytes([good[40] ^ 0xFF]) + good[41:]
+    with pytest.raises(InputError, match="CRC mismatch"):
+        parse_import(corrupted)
+    with pytest.raises(InputError, match="truncated"):
+        parse_import(good[:30])
+    with pytest.raises(InputError, match="not base64-encoded JSON"):
+        parse_import(minimal_png({"chara": "!!!notbase64"}))
+    with pytest.raises(WorldBookDataError, match="no character_book"):
+        parse_import(minimal_png({"chara": "e30="}))  # {} has no book
+    assert chunk(b"IEND", b"")[4:8] == b"IEND"
+
+
+def test_unknown_and_malformed_files() -> None:
+    with pytest.raises(InputError, match="not valid JSON"):
+        parse_import(b"{nope")
+    with pytest.raises(InputError, match="unknown file format"):
+        parse_import(b'{"hello": 1}')
+    with pytest.raises(InputError, match="duplicate key"):
+        parse_import(b'{"world_books": {"a": {}, "a": {}}}')
+    with pytest.raises(WorldBookDataError) as err:
+        parse_import(
+            json.dumps(
+                {
+                    "world_books": {
+                        "b": {
+                            "entries": {
+                                "e1": {"name": "one", "match_mode": "most"},
+                                "e2": {"id": "other"},
+                                "e3": {"trigger_sources": ["x"]},
+                            }
+                        }
+                    }
+                }
+            ).encode()
+        )
+    assert [p.split(":")[0] for p in err.value.problems] == [
+        "book 'b' entry 'e1' (one)",
+        "book 'b' entry 'e2'",
+        "book 'b' entry 'e3'",
+    ]
+
+
+def test_imported_world_info_matches_and_exports(engine: Engine) -> None:
+    store = WorldBookStore(engine)
+    report = parse_import(json.dumps(world_info()).encode(), name="WI")
+    store.import_books(report.books)
+    ctx = WorldBookRecallContext(latest_user_message="the Dragon and the sword of magic")
+    got = [r.entry.name for r in match_entries_v2(ctx, store.list_all())]
+    assert got == ["Rules", "entry 2", "entry 0"]
+    exported = dump_world_books(store.list_all())
+    again = parse_import(json.dumps(exported).encode())
+    assert [b.model_dump() for b in again.books] == [b.model_dump() for b in store.list_all()]
