@@ -84,8 +84,18 @@ class RuntimeConfig(_Section):
 
     def channel(self, name: str) -> ChannelRuntimeSettings:
         """The settings of channel ``name`` (all unset when it is not configured)."""
-        section = self.channels.get(name)
+        section = self.channels.get(name.strip().lower())
         return section.character_runtime if section is not None else ChannelRuntimeSettings()
+
+    @classmethod
+    def from_parser(cls, parser: configparser.ConfigParser) -> RuntimeConfig:
+        """The character_runtime sections of a parsed ini file (other sections are ignored)."""
+        inherited = set(parser.defaults())
+        data: dict[str, Any] = {}
+        for name in parser.sections():
+            if name == GLOBAL_SECTION or name.startswith(CHANNEL_SECTION_PREFIX):
+                data[name] = {k: v for k, v in parser.items(name, raw=True) if k not in inherited}
+        return cls.from_mapping(data)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RuntimeConfig:
@@ -261,13 +271,7 @@ def parse_runtime_config(text: str, *, source: str = "<string>") -> RuntimeConfi
         parser.read_string(text, source=source)
     except configparser.Error as exc:
         raise ConfigError(f"{source}: not a valid ini file: {exc}", field="path") from exc
-    inherited = set(parser.defaults())
-    data: dict[str, Any] = {}
-    for name in parser.sections():
-        if name != GLOBAL_SECTION and not name.startswith(CHANNEL_SECTION_PREFIX):
-            continue
-        data[name] = {k: v for k, v in parser.items(name, raw=True) if k not in inherited}
-    config = RuntimeConfig.from_mapping(data)
+    config = RuntimeConfig.from_parser(parser)
     _fill_channel_defaults(config)
     return config
 

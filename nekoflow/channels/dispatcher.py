@@ -101,13 +101,7 @@ class CharacterRuntimeContextDispatcher:
         elif isinstance(config, RuntimeConfig):
             self.config = config
         elif isinstance(config, ConfigParser):
-            self.config = RuntimeConfig.from_mapping(
-                {
-                    name: dict(config.items(name, raw=True))
-                    for name in config.sections()
-                    if name == "character_runtime" or name.startswith("character_runtime_")
-                }
-            )
+            self.config = RuntimeConfig.from_parser(config)
         else:
             self.config = RuntimeConfig.from_mapping(config)
 
@@ -126,7 +120,7 @@ class CharacterRuntimeContextDispatcher:
         configured = self.config.channel(channel).trigger
         if configured is not None:
             return configured.value
-        defaults = CHANNEL_DEFAULTS.get(channel)
+        defaults = CHANNEL_DEFAULTS.get(channel.lower())
         return (defaults.trigger if defaults else FALLBACK_TRIGGER).value
 
     def resolve_memory_scope(self, ctx: ChannelRuntimeContext, adapter: Any = None) -> str:
@@ -140,7 +134,7 @@ class CharacterRuntimeContextDispatcher:
         elif adapter is not None and callable(getattr(adapter, "resolve_memory_scope", None)):
             scope = adapter.resolve_memory_scope(ctx) or None
         if scope is None:
-            defaults = CHANNEL_DEFAULTS.get(channel)
+            defaults = CHANNEL_DEFAULTS.get(channel.lower())
             scope = (defaults.memory_scope if defaults else FALLBACK_MEMORY_SCOPE).value
         scope = str(scope).strip().lower()
         if ctx.is_private and scope in (MemoryScope.group, MemoryScope.group_user):

@@ -107,6 +107,7 @@ def test_enabled_channel_true_overrides_global_false() -> None:
 def test_enabled_channel_false_overrides_global_true() -> None:
     d = dispatcher({"qq": {"enabled": False}}, default_enabled=True)
     assert d.is_enabled(ctx()) is False
+    assert d.is_enabled(ctx(channel="QQ")) is False  # channel names are case-insensitive
 
 
 def test_enabled_unset_follows_global_true() -> None:
