@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from sqlalchemy import Select, literal, select, update
+from sqlalchemy import Integer, Row, Select, bindparam, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
@@ -33,6 +34,7 @@ __all__ = [
     "get_or_create_save",
     "load_history",
     "load_history_naive",
+    "load_history_rows",
     "set_active_leaf",
     "write_turn",
 ]
@@ -89,61 +91,93 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     return session.scalars(stmt).one()
 
 
-def _active_path_query(save_id: int, limit: int | None) -> Select[Any]:
-    """``SELECT line.*, mark`` for the active path; ``mark = 1`` flags the leaf row."""
+@cache
+def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
+    """The active-path statement: ``(line…, path_id, path_parent_id, path_mark)``; mark 1 = leaf.
+
+    ``line`` is the ``Line`` entity (``orm``) or Line's columns spread out. Built once per shape
+    with bind parameters ``save_id`` (and ``limit``), so calls reuse the compiled-statement cache.
+    """
+    save_id = bindparam("save_id", type_=Integer)
     leaf_id = select(Save.last_message_id).where(col(Save.id) == save_id).scalar_subquery()
     anchor = select(col(Line.id), col(Line.parent_line_id), literal(1).label("mark")).where(
         col(Line.id) == leaf_id, col(Line.save_id) == save_id
     )
     path = anchor.cte("active_path", recursive=True)
-    if limit is None:
+    if not limited:
         # mark 0 for every step: UNION drops rows seen before, so a cycle cannot recurse forever.
         step = select(col(Line.id), col(Line.parent_line_id), literal(0).label("mark"))
         step = step.join(path, col(Line.id) == path.c.parent_line_id)
         path = path.union(step.where(col(Line.save_id) == save_id))
     else:
         # mark is the depth (leaf = 1); the bound ends the recursion, cycle or not.
+        limit = bindparam("limit", type_=Integer)
         step = select(col(Line.id), col(Line.parent_line_id), path.c.mark + 1)
         step = step.join(path, col(Line.id) == path.c.parent_line_id)
         path = path.union_all(step.where(col(Line.save_id) == save_id, path.c.mark < limit))
-    return select(Line, path.c.mark).join(path, col(Line.id) == path.c.id)
+    line_table: Any = Line.__table__
+    what: list[Any] = [Line] if orm else list(line_table.c)
+    return select(
+        *what,
+        path.c.id.label("path_id"),
+        path.c.parent_line_id.label("path_parent_id"),
+        path.c.mark.label("path_mark"),
+    ).join(path, col(Line.id) == path.c.id)
+
+
+def _load_path(session: Session, save_id: int, limit: int | None, orm: bool) -> list[Any]:
+    """Run the active-path query and order its rows root first (cycle- and limit-safe)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InputError("limit must be a non-negative integer or None", field="limit")
+    if limit == 0:
+        return []
+    params: dict[str, int] = {"save_id": save_id}
+    if limit is not None:
+        params["limit"] = limit
+    items: dict[int, Any] = {}
+    parents: dict[int, int | None] = {}
+    leaf_id: int | None = None
+    for row in session.execute(_active_path_query(limit is not None, orm), params):
+        line_id, parent_id, mark = row[-3:]
+        items[line_id] = row[0] if orm else row
+        parents[line_id] = parent_id
+        if mark == 1:
+            leaf_id = line_id
+    # Walk the plain ids (cheaper than ORM attributes), stopping at a repeat or at ``limit``.
+    path: list[Any] = []
+    seen: set[int] = set()
+    max_len = len(items) if limit is None else limit
+    current = leaf_id
+    while current is not None and current in items and current not in seen:
+        if len(path) >= max_len:
+            break
+        seen.add(current)
+        path.append(items[current])
+        current = parents[current]
+    path.reverse()
+    return path
 
 
 def load_history(session: Session, save_id: int, *, limit: int | None = None) -> list[Line]:
-    """The active path of a save, root first, in one recursive-CTE query.
+    """The active path of a save as ``Line`` rows, root first, in one recursive-CTE query.
 
     ``limit`` keeps only the newest ``limit`` lines of the path (still root first). A missing
     save, or one with no lines yet, gives ``[]``. A corrupt cycle in the parent links ends the
     path at the first repeated line instead of hanging.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InputError("limit must be a non-negative integer or None", field="limit")
-    if limit == 0:
-        return []
-    by_id: dict[int, Line] = {}
-    leaf: Line | None = None
-    for line, mark in session.execute(_active_path_query(save_id, limit)):
-        by_id[line.id] = line
-        if mark == 1:
-            leaf = line
-    return _walk_to_root(leaf, by_id, limit)
+    return _load_path(session, save_id, limit, orm=True)
 
 
-def _walk_to_root(
-    leaf: Line | None, by_id: Mapping[int | None, Line], limit: int | None
-) -> list[Line]:
-    """Follow parent links from ``leaf`` (stopping at a repeat or ``limit``); root first."""
-    path: list[Line] = []
-    seen: set[int | None] = set()
-    current = leaf
-    while current is not None and current.id not in seen:
-        if limit is not None and len(path) >= limit:
-            break
-        seen.add(current.id)
-        path.append(current)
-        current = by_id.get(current.parent_line_id)
-    path.reverse()
-    return path
+def load_history_rows(
+    session: Session, save_id: int, *, limit: int | None = None
+) -> list[Row[Any]]:
+    """Like :func:`load_history`, but read-only rows (attributes named as ``Line``'s fields).
+
+    The same single query without building ORM objects — several times cheaper in Python for
+    long paths. Meant for the memory builder's hot path (``build_memory`` accepts these rows);
+    use :func:`load_history` when the lines will be modified.
+    """
+    return _load_path(session, save_id, limit, orm=False)
 
 
 def load_history_naive(session: Session, save_id: int) -> list[Line]:
@@ -152,8 +186,18 @@ def load_history_naive(session: Session, save_id: int) -> list[Line]:
     if save is None or save.last_message_id is None:
         return []
     lines = session.scalars(select(Line).where(col(Line.save_id) == save_id)).all()
-    by_id = {line.id: line for line in lines}
-    return _walk_to_root(by_id.get(save.last_message_id), by_id, None)
+    lines_map = {line.id: line for line in lines}
+    history: list[Line] = []
+    seen: set[int | None] = set()
+    current_id: int | None = save.last_message_id
+    while current_id and current_id not in seen:
+        line = lines_map.get(current_id)
+        if line is None:
+            break
+        seen.add(current_id)
+        history.append(line)
+        current_id = line.parent_line_id
+    return list(reversed(history))
 
 
 def _lock_save(session: Session, save_id: int) -> None:

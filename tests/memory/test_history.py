@@ -18,6 +18,7 @@ from nekoflow.memory.history import (
     get_or_create_save,
     load_history,
     load_history_naive,
+    load_history_rows,
     set_active_leaf,
     write_turn,
 )
@@ -286,6 +287,7 @@ def test_load_history_limit_keeps_the_newest_lines_root_first(
         _turn(session, save.id, f"t{i}", f"u{i}", f"a{i}")
     session.commit()
     assert _contents(load_history(session, save.id, limit=3)) == ["a2", "u3", "a3"]
+    assert _contents(load_history_rows(session, save.id, limit=3)) == ["a2", "u3", "a3"]
     assert len(load_history(session, save.id, limit=100)) == 8
     assert load_history(session, save.id, limit=0) == []
     with pytest.raises(InputError) as err:
@@ -318,6 +320,7 @@ def test_a_corrupt_cycle_ends_the_path_instead_of_hanging(
     session.expire_all()
     path = load_history(session, save.id, limit=limit)
     assert _contents(path) == ["u0", "a0", "u1", "a1", "u2", "a2"]
+    assert _contents(load_history_rows(session, save.id, limit=limit)) == _contents(path)
     # A cycle that does not pass through the leaf: u1 → a1 → u1.
     session.execute(
         update(Line).where(col(Line.id) == lines[2].id).values(parent_line_id=lines[3].id)
@@ -326,6 +329,7 @@ def test_a_corrupt_cycle_ends_the_path_instead_of_hanging(
     session.expire_all()
     path = load_history(session, save.id, limit=limit)
     assert _contents(path) == ["u1", "a1", "u2", "a2"]  # a2 → u2 → a1 → u1 → (a1 again: stop)
+    assert _contents(load_history_rows(session, save.id, limit=limit)) == _contents(path)
 
 
 def test_parent_link_into_another_save_ends_the_path(session: Session, role_id: int) -> None:
@@ -355,3 +359,32 @@ def test_role_relationship_state_is_validated(session: Session) -> None:
         Role.new("x", initial_relationship={"trust": 101})
     with pytest.raises(pydantic.ValidationError, match="charm"):
         Role.new("x", initial_relationship={"charm": 1})
+
+
+def test_load_history_rows_match_the_orm_lines_and_feed_the_builder(
+    session: Session, role_id: int
+) -> None:
+    save = get_or_create_save(session, role_id=role_id, scope_id="s")
+    _turn(session, save.id, "t1", "u1", "a1", "b1", role_id=role_id)
+    user2, _ = _turn(session, save.id, "t2", "u2", "a2", role_id=role_id)
+    set_active_leaf(session, save.id, user2.id)
+    _turn(session, save.id, "t2b", None, "a2b", role_id=role_id)
+    session.commit()
+    lines = load_history(session, save.id)
+    rows = load_history_rows(session, save.id)
+    fields = list(Line.model_fields)
+    assert [[getattr(r, f) for f in fields] for r in rows] == [
+        [getattr(x, f) for f in fields] for x in lines
+    ]
+    assert rows[0].created_at.tzinfo is not None
+    assert (
+        build_memory(rows, role_id=role_id)
+        == build_memory(lines, role_id=role_id)
+        == [
+            {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "【开心】a1【开心】b1"},
+            {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "【开心】a2b"},
+        ]
+    )
+    assert load_history_rows(session, save.id + 999) == []
