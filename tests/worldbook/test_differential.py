@@ -203,7 +203,7 @@ def actual(results: list[Any]) -> list[tuple[str, list[str], list[str], int]]:
 
 # ---------------------------------------------------------------- strategies
 
-ALPHABET = "abAB白塔星火Iİıi\u0307ßẞσΣς 😀"
+ALPHABET = "abAB白塔星火Iİıi\u0307ßẞσΣς 😀\udc80é"
 keyword = st.text(alphabet=ALPHABET, min_size=0, max_size=3)
 text = st.text(alphabet=ALPHABET + "xyz。,", max_size=40)
 SOURCES = ["user", "assistant_recent", "history", "scene_state"]
