@@ -301,15 +301,39 @@ def _dedupe(items: Iterable[str]) -> list[str]:
 
 
 def _result(hit: _Hit) -> WorldBookMatchResult:
-    result = WorldBookMatchResult(
+    return WorldBookMatchResult(
         entry=hit.entry,
         trigger_sources=hit.sources,
         matched_keywords=_dedupe(k for s in hit.sources for k in hit.keywords.get(s, ())),
         score=hit.score,
     )
-    result._book_id = hit.book.id
-    result._book_name = hit.book.name
-    return result
+
+
+def _recall(
+    context: WorldBookRecallContext,
+    world_books: Sequence[WorldBook],
+    character_id: str | None,
+    config: WorldBookRecallConfig | None,
+    cooldowns: CooldownState | Cooldowns | None,
+    cache: CompiledBookCache | None,
+) -> list[_Hit]:
+    context = _as_model(context, WorldBookRecallContext, "context")
+    cfg = (
+        WorldBookRecallConfig()
+        if config is None
+        else _as_model(config, WorldBookRecallConfig, "config")
+    )
+    if world_books is None:
+        return []
+    books = [_as_model(b, WorldBook, f"world_books[{n}]") for n, b in enumerate(world_books)]
+    if character_id is not None and not isinstance(character_id, str):
+        raise InputError("character_id must be a string", field="character_id")
+    character_keys = {k for k in (character_id, context.character_id) if k}
+    state = _cooldown_state(cooldowns, context, cfg)
+    index = cache if cache is not None else default_cache()
+    hits = _collect(books, context, cfg, state, character_keys, index)
+    hits.sort(key=_Hit.rank)
+    return _apply_budgets(hits, cfg)
 
 
 def match_entries_v2(
@@ -327,23 +351,8 @@ def match_entries_v2(
     snapshot for ``context.scope_id`` is taken here). ``cache`` overrides the process-wide
     automaton cache.
     """
-    context = _as_model(context, WorldBookRecallContext, "context")
-    cfg = (
-        WorldBookRecallConfig()
-        if config is None
-        else _as_model(config, WorldBookRecallConfig, "config")
-    )
-    if world_books is None:
-        return []
-    books = [_as_model(b, WorldBook, f"world_books[{n}]") for n, b in enumerate(world_books)]
-    if character_id is not None and not isinstance(character_id, str):
-        raise InputError("character_id must be a string", field="character_id")
-    character_keys = {k for k in (character_id, context.character_id) if k}
-    state = _cooldown_state(cooldowns, context, cfg)
-    index = cache if cache is not None else default_cache()
-    hits = _collect(books, context, cfg, state, character_keys, index)
-    hits.sort(key=_Hit.rank)
-    return [_result(h) for h in _apply_budgets(hits, cfg)]
+    hits = _recall(context, world_books, character_id, config, cooldowns, cache)
+    return [_result(h) for h in hits]
 
 
 def match_entries(
@@ -366,16 +375,19 @@ def describe_matches(
     cooldowns: CooldownState | Cooldowns | None = None,
 ) -> list[dict[str, Any]]:
     """The seed's test-match payload: one dict per hit (names, keywords, sources, score)."""
-    return [
-        {
-            "world_book_name": r.world_book_name,
-            "world_book_id": r.world_book_id,
-            "entry_name": r.entry.name,
-            "entry_id": r.entry.id,
-            "matched_keywords": r.matched_keywords,
-            "trigger_sources": r.trigger_sources,
-            "score": r.score,
-            "content_preview": r.entry.content[:200],
-        }
-        for r in match_entries_v2(context, world_books, character_id, config, cooldowns)
-    ]
+    out = []
+    for hit in _recall(context, world_books, character_id, config, cooldowns, None):
+        r = _result(hit)
+        out.append(
+            {
+                "world_book_name": hit.book.name,
+                "world_book_id": hit.book.id,
+                "entry_name": r.entry.name,
+                "entry_id": r.entry.id,
+                "matched_keywords": r.matched_keywords,
+                "trigger_sources": r.trigger_sources,
+                "score": r.score,
+                "content_preview": r.entry.content[:200],
+            }
+        )
+    return out

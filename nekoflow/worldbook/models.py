@@ -92,6 +92,14 @@ class WorldBook(_Model):
     # Set by the SQL store on load; it changes on every write, so it versions the automaton cache.
     _revision: str | None = PrivateAttr(default=None)
 
+    def __eq__(self, other: object) -> bool:
+        """Books are equal when their fields are (the store's private revision is ignored)."""
+        if not isinstance(other, WorldBook):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 class WorldBookRecallContext(_Model):
     """Everything one turn's recall may look at: the user message, recent chat, scene state."""
@@ -128,24 +136,10 @@ class WorldBookRecallConfig(_Model):
 class WorldBookMatchResult(_Model):
     """One recalled entry: which sources fired, which keywords matched, and its score.
 
-    ``trigger_sources`` holds ``"always"`` for an ``always_on`` entry. ``world_book_id`` and
-    ``world_book_name`` (read-only properties) name the book the entry was found in.
+    ``trigger_sources`` holds ``"always"`` for an ``always_on`` entry.
     """
 
     entry: WorldBookEntry
     trigger_sources: list[str] = Field(default_factory=list)
     matched_keywords: list[str] = Field(default_factory=list)
     score: int = 0
-
-    _book_id: str = PrivateAttr(default="")
-    _book_name: str = PrivateAttr(default="")
-
-    @property
-    def world_book_id(self) -> str:
-        """Id of the book this entry was recalled from ("" when built by hand)."""
-        return self._book_id
-
-    @property
-    def world_book_name(self) -> str:
-        """Name of the book this entry was recalled from ("" when built by hand)."""
-        return self._book_name

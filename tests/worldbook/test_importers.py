@@ -253,4 +253,4 @@ def test_imported_world_info_matches_and_exports(engine: Engine) -> None:
     assert got == ["Rules", "entry 2", "entry 0"]
     exported = dump_world_books(store.list_all())
     again = parse_import(json.dumps(exported).encode())
-    assert [b.model_dump() for b in again.books] == [b.model_dump() for b in store.list_all()]
+    assert again.books == store.list_all()

@@ -11,6 +11,7 @@ from nekoflow.worldbook import (
     InMemoryCooldowns,
     WorldBook,
     WorldBookEntry,
+    WorldBookMatchResult,
     WorldBookRecallConfig,
     WorldBookRecallContext,
     describe_matches,
@@ -389,15 +390,18 @@ def test_results_keep_entry_identity_and_book_names() -> None:
     b = book(entry, id="b9", name="九")
     [hit] = match_entries_v2(Ctx(latest_user_message="k"), [b])
     assert hit.entry is entry
-    assert (hit.world_book_id, hit.world_book_name) == ("b9", "九")
+    assert hit == WorldBookMatchResult(
+        entry=entry, trigger_sources=["user"], matched_keywords=["k"], score=50
+    )
+    [desc] = describe_matches(Ctx(latest_user_message="k"), [b])
+    assert (desc["world_book_id"], desc["world_book_name"]) == ("b9", "九")
 
 
 def test_same_entries_in_two_books_are_separate_hits() -> None:
     ctx = Ctx(latest_user_message="k")
-    got = match_entries_v2(
-        ctx, [book(E("e", keywords=["k"])), book(E("e", keywords=["k"]), id="c")]
-    )
-    assert [r.world_book_id for r in got] == ["b", "c"]
+    books = [book(E("e", keywords=["k"])), book(E("e", keywords=["k"]), id="c")]
+    assert len(match_entries_v2(ctx, books)) == 2
+    assert [d["world_book_id"] for d in describe_matches(ctx, books)] == ["b", "c"]
 
 
 def test_legacy_match_entries_wraps_v2() -> None:
