@@ -108,21 +108,28 @@ def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
         # mark 0 for every step: UNION drops rows seen before, so a cycle cannot recurse forever.
         step = select(col(Line.id), col(Line.parent_line_id), literal(0).label("mark"))
         step = step.join(path, col(Line.id) == path.c.parent_line_id)
-        path = path.union(step.where(col(Line.save_id) == save_id))
+        path = path.union(step)
     else:
         # mark is the depth (leaf = 1); the bound ends the recursion, cycle or not.
         limit = bindparam("limit", type_=Integer)
         step = select(col(Line.id), col(Line.parent_line_id), path.c.mark + 1)
         step = step.join(path, col(Line.id) == path.c.parent_line_id)
-        path = path.union_all(step.where(col(Line.save_id) == save_id, path.c.mark < limit))
+        path = path.union_all(step.where(path.c.mark < limit))
+    # A parent link into another save (corrupt data) is followed by the recursion but filtered
+    # out here, so the walk ends at it. (Filtering inside the recursive step is 3-5x slower on
+    # SQLite, whose planner then builds a Bloom filter on every step.)
     line_table: Any = Line.__table__
     what: list[Any] = [Line] if orm else list(line_table.c)
-    return select(
-        *what,
-        path.c.id.label("path_id"),
-        path.c.parent_line_id.label("path_parent_id"),
-        path.c.mark.label("path_mark"),
-    ).join(path, col(Line.id) == path.c.id)
+    return (
+        select(
+            *what,
+            path.c.id.label("path_id"),
+            path.c.parent_line_id.label("path_parent_id"),
+            path.c.mark.label("path_mark"),
+        )
+        .join(path, col(Line.id) == path.c.id)
+        .where(col(Line.save_id) == save_id)
+    )
 
 
 def _load_path(session: Session, save_id: int, limit: int | None, orm: bool) -> list[Any]:
