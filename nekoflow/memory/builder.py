@@ -26,10 +26,10 @@ mappings with the same keys. Rules (SPEC "Memory builder"; the seed's worked exa
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from nekoflow.errors import InputError
-from nekoflow.memory.reply import format_line
 
 __all__ = ["LINE_ATTRIBUTES", "build_memory"]
 
@@ -112,6 +112,56 @@ def _text(value: Any) -> str | None:
     return text if text.strip() else None
 
 
+def _id_keys(value: Any) -> frozenset[Any]:
+    """Field values that match identifier ``value``: its text, plus the int when it is one."""
+    key = _key(value)
+    if key is None:
+        return frozenset()
+    keys: set[Any] = {key}
+    try:
+        number = int(key)
+    except ValueError:
+        pass
+    else:
+        if str(number) == key:
+            keys.add(number)
+    return frozenset(keys)
+
+
+def _hit(value: Any, keys: frozenset[Any]) -> bool:
+    """Does a line's field ``value`` equal the identifier (compared as text)?"""
+    if value is None:
+        return False
+    cls = value.__class__
+    if cls is str or cls is int:
+        return value in keys
+    return _key(value) in keys
+
+
+def _optional(value: Any) -> str | None:
+    """An optional text part, fast path: a non-blank str, else None (see :func:`_text`)."""
+    if value is None:
+        return None
+    if value.__class__ is not str:
+        return _text(value)
+    return value if value and not value.isspace() else None
+
+
+_FIELD_NAMES = (
+    "attribute",
+    "content",
+    "role_id",
+    "script_role_id",
+    "display_name",
+    "original_emotion",
+    "tts_content",
+    "action_content",
+)
+_FIELD_SET = frozenset(_FIELD_NAMES)
+_GET_FIELDS = attrgetter(*_FIELD_NAMES)
+_GET_ITEMS = itemgetter(*_FIELD_NAMES)
+
+
 def build_memory(
     lines: Iterable[Any],
     *,
@@ -121,14 +171,15 @@ def build_memory(
 ) -> list[dict[str, str]]:
     """Build the LLM message list (``{"role", "content"}`` dicts) for the target character.
 
+    One pass, no string concatenation in loops (parts are joined once per message).
     Raises :class:`nekoflow.errors.InputError` naming ``lines[i].<field>`` for a bad line.
     """
     if isinstance(lines, str | bytes | Mapping) or not isinstance(lines, Iterable):
         raise InputError("lines must be a list of Line rows or mappings", field="lines")
-    want_role = _key(role_id)
-    want_script = _key(script_role_id)
-    want_name = _key(display_name)
-    everyone = want_role is None and want_script is None and want_name is None
+    role_keys = _id_keys(role_id)
+    script_keys = _id_keys(script_role_id)
+    name_keys = _id_keys(display_name)
+    everyone = not (role_keys or script_keys or name_keys)
 
     messages: list[dict[str, str]] = []
     context: list[str] = []  # rows inside the braces
@@ -137,16 +188,14 @@ def build_memory(
 
     def flush_user() -> None:
         """Emit pending context + user run (the run stays outside the braces)."""
-        parts: list[str] = []
         if context:
-            parts.append("{" + "\n".join(context) + "}")
-        if run:
-            if context:
-                parts.append("\n")
-            parts.append("".join(content for _, content in run))
+            text = "{" + "\n".join(context) + "}"
+            if run:
+                text += "\n" + "".join([content for _, content in run])
+        else:
+            text = "".join([content for _, content in run])
         context.clear()
         run.clear()
-        text = "".join(parts)
         if text:
             messages.append({"role": "user", "content": text})
 
@@ -157,38 +206,83 @@ def build_memory(
             messages.append({"role": "assistant", "content": text})
 
     for index, line in enumerate(lines):
-        attribute, content, l_role, l_script, l_name, emotion, tts, action = _fields(line, index)
-        r_key, s_key, n_key = _key(l_role), _key(l_script), _key(l_name)
-        is_target = everyone or (
-            (want_role is not None and r_key == want_role)
-            or (want_script is not None and s_key == want_script)
-            or (want_name is not None and n_key == want_name)
-        )
+        if line.__class__ is dict:
+            get = line.get
+            fields = (
+                get("attribute"),
+                get("content"),
+                get("role_id"),
+                get("script_role_id"),
+                get("display_name"),
+                get("original_emotion"),
+                get("tts_content"),
+                get("action_content"),
+            )
+        else:
+            # A fully loaded row (ORM instance, namespace) is read from its instance dict: the
+            # same values as attribute access without the descriptor cost. Otherwise attributes
+            # (expired ORM columns load on access), and the slow path for everything else.
+            state = getattr(line, "__dict__", None)
+            if state is not None and state.keys() >= _FIELD_SET:
+                fields = _GET_ITEMS(state)
+            else:
+                try:
+                    fields = _GET_FIELDS(line)
+                except AttributeError:
+                    fields = _fields(line, index)  # mappings, partial objects, or a clear error
+        attribute, content, l_role, l_script, l_name, emotion, tts, action = fields
+        if content.__class__ is not str:
+            content = _fields(line, index)[1]  # raises for a missing or non-text content
+
         if attribute == "user":
             if reply:
                 flush_reply()
-            run.append((_name(l_name, _USER_NAME), content))
-        elif attribute == "system":
-            if not (is_target or (r_key is None and s_key is None and n_key is None)):
+            run.append(
+                (
+                    l_name if l_name.__class__ is str and l_name else _name(l_name, _USER_NAME),
+                    content,
+                )
+            )
+            continue
+        if attribute not in LINE_ATTRIBUTES:
+            _fields(line, index)  # raises, naming lines[i].attribute
+        is_target = (
+            everyone
+            or (role_keys and _hit(l_role, role_keys))
+            or (script_keys and _hit(l_script, script_keys))
+            or (name_keys and _hit(l_name, name_keys))
+        )
+        if attribute == "assistant":
+            if is_target:
+                if run or context:
+                    flush_user()
+                emotion = _optional(emotion)
+                piece = f"【{emotion}】{content}" if emotion else content
+                tts = _optional(tts)
+                if tts:
+                    piece = f"{piece}<{tts}>"
+                action = _optional(action)
+                reply.append(f"{piece}({action})" if action else piece)
+            else:
+                if reply:
+                    flush_reply()
+                if run:  # the next non-user line is another speaker: the run goes in the braces
+                    context.extend([f"{name}:{text}" for name, text in run])
+                    run.clear()
+                name = (
+                    l_name if l_name.__class__ is str and l_name else _name(l_name, _UNKNOWN_NAME)
+                )
+                action = _optional(action)
+                context.append(f"{name}:{content}({action})" if action else f"{name}:{content}")
+        else:  # system
+            anonymous = _key(l_role) is None and _key(l_script) is None and _key(l_name) is None
+            if not (is_target or anonymous):
                 continue  # another identity's system line: dropped, invisible
             if reply:
                 flush_reply()
             flush_user()
             if content:
                 messages.append({"role": "system", "content": content})
-        elif is_target:
-            if run or context:
-                flush_user()
-            reply.append(format_line(_text(emotion), content, _text(tts), _text(action)))
-        else:
-            if reply:
-                flush_reply()
-            if run:  # the next non-user line is another speaker: the run goes into the braces
-                context.extend(f"{name}:{text}" for name, text in run)
-                run.clear()
-            name = _name(l_name, _UNKNOWN_NAME)
-            act = _text(action)
-            context.append(f"{name}:{content}({act})" if act else f"{name}:{content}")
 
     if reply:
         flush_reply()

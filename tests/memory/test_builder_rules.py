@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
 
 from nekoflow.errors import InputError
 from nekoflow.memory import build_memory
+from nekoflow.storage.dialogue import Line
 
 
 def sys_(content: str, **kw: Any) -> dict[str, Any]:
@@ -299,3 +301,33 @@ def test_lines_must_be_a_list(bad: Any) -> None:
     with pytest.raises(InputError) as err:
         build_memory(bad)
     assert err.value.field == "lines"
+
+
+def test_lines_of_every_shape_give_the_same_memory() -> None:
+    class PropertyLine:
+        def __init__(self, data: dict[str, Any]) -> None:
+            self._data = data
+
+        def __getattr__(self, key: str) -> Any:
+            if key.startswith("_"):
+                raise AttributeError(key)
+            return self._data.get(key)
+
+    lines = [
+        say("夜", "旁白"),
+        user("一"),
+        me("好", original_emotion="开心", tts_content="ok", action_content="笑"),
+    ]
+    expected = build_memory(lines, role_id=1)
+    assert expected == [
+        {"role": "user", "content": "{旁白:夜}\n一"},
+        {"role": "assistant", "content": "【开心】好<ok>(笑)"},
+    ]
+    shapes = [
+        [Line(save_id=1, **x) for x in lines],  # ORM rows
+        [SimpleNamespace(**x) for x in lines],  # partial objects (missing optional fields)
+        [PropertyLine(x) for x in lines],  # fields served by __getattr__
+        [MappingProxyType(x) for x in lines],  # read-only mappings
+    ]
+    for shaped in shapes:
+        assert build_memory(shaped, role_id=1) == expected
