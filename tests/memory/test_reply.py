@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nekoflow.memory import ReplySegment, format_reply, parse_reply
+from nekoflow.memory import ReplySegment, build_memory, format_reply, parse_reply
 from nekoflow.memory.reply import DELIMITERS
 
 
@@ -135,3 +135,22 @@ def test_parse_never_raises_and_loses_nothing(text: str) -> None:
     )
     assert _essence(recovered) == _essence(text)
     assert all(isinstance(s, ReplySegment) for s in segments)
+
+
+@given(st.lists(_any_segment, min_size=1, max_size=5))
+def test_the_builder_renders_stored_segments_exactly_as_format_reply(
+    segments: list[ReplySegment],
+) -> None:
+    lines = [
+        {
+            "attribute": "assistant",
+            "content": s.content,
+            "original_emotion": s.emotion,
+            "tts_content": s.tts,
+            "action_content": s.action,
+        }
+        for s in segments
+    ]
+    text = format_reply(segments)
+    expected = [{"role": "assistant", "content": text}] if text else []
+    assert build_memory(lines) == expected
