@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_connect_timeout: float = Field(default=5.0, gt=0)
-    llm_temperature: float = Field(default=0.8, ge=0, le=2)
+    llm_temperature: float | None = Field(default=0.8, ge=0, le=2)
     llm_max_tokens: int | None = Field(default=None, gt=0)
     llm_max_attempts: int = Field(default=4, ge=1)
     llm_backoff_base: float = Field(default=1.0, ge=0)
