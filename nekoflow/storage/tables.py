@@ -3,6 +3,8 @@
 Each domain keeps its tables next to its storage code (``nekoflow/storage/<domain>.py``);
 add the import here when a new table module appears.
 """
+# ruff: noqa: I001
 
 from nekoflow.storage import dialogue  # noqa: F401
+from nekoflow.storage import turns  # noqa: F401
 from nekoflow.storage import worldbook  # noqa: F401

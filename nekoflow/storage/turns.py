@@ -1,0 +1,186 @@
+"""Turn tables: the run of each turn, its stored stage results, the apply-once ledger, and the
+state a turn changes (relationships, memories, plot nodes, world-book suggestions).
+
+``TurnRun`` is written before anything is published, so a turn exists even if the broker loses
+its messages; ``TurnStage`` holds each stage's result keyed on (turn_id, stage), which makes a
+redelivered stage return what it returned before; ``DeltaLedger`` has one row per applied turn,
+so deltas are applied exactly once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from nekoflow.storage.dialogue import UTCDateTime, utcnow
+
+STAGES: tuple[str, ...] = (
+    "dispatch",
+    "before_turn",
+    "llm_call",
+    "memory_build",
+    "review",
+    "apply_deltas",
+)
+"""The six stages of a turn, in chain order."""
+
+
+class TurnStatus(StrEnum):
+    """Lifecycle of a turn: queued → running → done | failed; skipped never runs."""
+
+    queued = "queued"
+    running = "running"
+    done = "done"
+    failed = "failed"
+    skipped = "skipped"
+
+
+FINISHED = frozenset({TurnStatus.done.value, TurnStatus.failed.value, TurnStatus.skipped.value})
+
+
+class TurnRun(SQLModel, table=True):
+    """One turn: where it came from, its scope and place in the scope's order, and its outcome."""
+
+    __tablename__: ClassVar[str] = "turn_run"  # type: ignore[misc]
+    __table_args__ = (
+        UniqueConstraint("scope_id", "seq", name="uq_turn_run_scope_seq"),
+        UniqueConstraint("dedupe_key", name="uq_turn_run_dedupe_key"),
+        Index("ix_turn_run_status_updated", "status", "updated_at"),
+    )
+
+    turn_id: str = Field(primary_key=True, max_length=64)
+    channel: str = Field(max_length=64)
+    scope_id: str | None = Field(default=None, max_length=512, index=True)
+    seq: int | None = None
+    dedupe_key: str | None = Field(default=None, max_length=600)
+    status: str = Field(default=TurnStatus.queued.value, max_length=16)
+    stage: str | None = Field(default=None, max_length=32)
+    reason: str | None = Field(default=None, sa_type=Text)
+    character_id: str | None = Field(default=None, max_length=128)
+    role_id: int | None = None
+    save_id: int | None = None
+    request: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    context: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    rendered: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    llm_model: str | None = Field(default=None, max_length=200)
+    llm_latency_ms: float | None = None
+    llm_attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    publishes: int = 0
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+    updated_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+    started_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class TurnStage(SQLModel, table=True):
+    """The stored result of one stage of one turn (what a redelivered stage returns)."""
+
+    __tablename__: ClassVar[str] = "turn_stage"  # type: ignore[misc]
+
+    turn_id: str = Field(
+        primary_key=True, max_length=64, foreign_key="turn_run.turn_id", ondelete="CASCADE"
+    )
+    stage: str = Field(primary_key=True, max_length=32)
+    result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class DeltaLedger(SQLModel, table=True):
+    """One row per turn whose deltas were applied: the primary key makes it exactly once."""
+
+    __tablename__: ClassVar[str] = "delta_ledger"  # type: ignore[misc]
+
+    turn_id: str = Field(
+        primary_key=True, max_length=64, foreign_key="turn_run.turn_id", ondelete="CASCADE"
+    )
+    applied_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class Relationship(SQLModel, table=True):
+    """A character's current relationship with one memory scope: six dimensions, 0–100."""
+
+    __tablename__: ClassVar[str] = "relationship"  # type: ignore[misc]
+
+    role_id: int = Field(primary_key=True, foreign_key="role.id", ondelete="CASCADE")
+    scope_id: str = Field(primary_key=True, max_length=512)
+    affection: int = 50
+    trust: int = 50
+    familiarity: int = 30
+    dependency: int = 30
+    security: int = 50
+    jealousy: int = 0
+    turns: int = 0
+    updated_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class MemoryRecord(SQLModel, table=True):
+    """A memory written by a turn's review, read back by later turns of the same scope."""
+
+    __tablename__: ClassVar[str] = "memory_record"  # type: ignore[misc]
+    __table_args__ = (Index("ix_memory_scope", "role_id", "scope_id", "expires_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    role_id: int = Field(foreign_key="role.id", ondelete="CASCADE")
+    scope_id: str = Field(max_length=512)
+    turn_id: str | None = Field(default=None, max_length=64, index=True)
+    target: str = Field(default="user", max_length=16)
+    mem_type: str = Field(default="short", max_length=16)
+    title: str = Field(default="", sa_type=Text)
+    content: str = Field(default="", sa_type=Text)
+    importance: float = 0.0
+    ttl: str = Field(default="short", max_length=16)
+    expires_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class PlotNode(SQLModel, table=True):
+    """A plot node created by a turn with a significant choice."""
+
+    __tablename__: ClassVar[str] = "plot_node"  # type: ignore[misc]
+
+    id: int | None = Field(default=None, primary_key=True)
+    role_id: int = Field(foreign_key="role.id", ondelete="CASCADE")
+    scope_id: str = Field(max_length=512, index=True)
+    turn_id: str | None = Field(default=None, max_length=64, index=True)
+    level: str = Field(max_length=16)
+    title: str = Field(default="", sa_type=Text)
+    summary: str = Field(default="", sa_type=Text)
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class WorldBookSuggestion(SQLModel, table=True):
+    """A world-book change the review suggested, waiting for a human to accept or reject it."""
+
+    __tablename__: ClassVar[str] = "world_book_suggestion"  # type: ignore[misc]
+
+    id: int | None = Field(default=None, primary_key=True)
+    role_id: int | None = Field(default=None, foreign_key="role.id", ondelete="SET NULL")
+    scope_id: str = Field(max_length=512)
+    turn_id: str | None = Field(default=None, max_length=64, index=True)
+    reason: str = Field(default="", sa_type=Text)
+    entry_title: str = Field(default="", sa_type=Text)
+    entry_content: str = Field(default="", sa_type=Text)
+    status: str = Field(default="pending", max_length=16)
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )

@@ -1,0 +1,1 @@
+"""The turn pipeline as plain Python: stage functions, ordering, retries, handles."""

@@ -1,0 +1,213 @@
+"""SQL side of a turn's life: creating the run, per-scope order, stage results, finishing.
+
+Per-scope order lives in the database, so it needs nothing but SQL (the embedded demo runs on
+SQLite) and survives a broker restart: each turn of a scope gets the next ``seq``; a turn may
+start only when every earlier turn of its scope has finished; whoever finishes a turn hands the
+scope to the next queued one. ``claim`` is one conditional UPDATE, so two deliveries of the same
+turn cannot both move it from queued to running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.turns import FINISHED, TurnRun, TurnStage, TurnStatus
+
+SEQ_RETRIES = 20
+
+
+def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
+    """Insert ``run``, giving it the next ``seq`` of its scope; returns (row, created).
+
+    When ``run.dedupe_key`` matches an existing turn (the platform redelivered the same message),
+    nothing is inserted and the existing row comes back with ``created=False``.
+    """
+    for _ in range(SEQ_RETRIES):
+        with Session(engine, expire_on_commit=False) as s:
+            if run.dedupe_key:
+                existing = s.exec(
+                    select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)
+                ).first()
+                if existing is not None:
+                    return existing, False
+            if run.scope_id is not None and run.status == TurnStatus.queued:
+                top = s.exec(
+                    select(func.max(TurnRun.seq)).where(TurnRun.scope_id == run.scope_id)
+                ).one()
+                run.seq = (top or 0) + 1
+            row = TurnRun.model_validate(run.model_dump())
+            s.add(row)
+            try:
+                s.commit()
+            except IntegrityError:
+                s.rollback()
+                continue  # a concurrent enqueue took this seq (or the dedupe key): try again
+            return row, True
+    raise RuntimeError(f"could not allocate a sequence number in scope {run.scope_id!r}")
+
+
+def get_run(engine: Engine, turn_id: str) -> TurnRun | None:
+    """The TurnRun row, or None."""
+    with Session(engine, expire_on_commit=False) as s:
+        return s.get(TurnRun, turn_id)
+
+
+def blocking_predecessor(session: Session, run: TurnRun) -> TurnRun | None:
+    """The earliest unfinished turn of the same scope that arrived before ``run``, if any."""
+    if run.scope_id is None or run.seq is None:
+        return None
+    return session.exec(
+        select(TurnRun)
+        .where(
+            TurnRun.scope_id == run.scope_id,
+            TurnRun.seq < run.seq,
+            TurnRun.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
+        )
+        .order_by(TurnRun.seq)  # type: ignore[arg-type]
+        .limit(1)
+    ).first()
+
+
+def is_next_in_scope(engine: Engine, turn_id: str) -> bool:
+    """True when every earlier turn of this turn's scope has finished."""
+    with Session(engine) as s:
+        run = s.get(TurnRun, turn_id)
+        return run is not None and blocking_predecessor(s, run) is None
+
+
+def claim(engine: Engine, turn_id: str) -> str:
+    """Try to start a turn: returns ``"claimed"``, ``"running"`` (already started — a
+    redelivery), ``"blocked"`` (an earlier turn of the scope is unfinished) or ``"finished"``.
+    """
+    now = utcnow()
+    with Session(engine) as s:
+        run = s.get(TurnRun, turn_id)
+        if run is None:
+            raise LookupError(f"turn_id: no turn {turn_id!r}")
+        if run.status in FINISHED:
+            return "finished"
+        if run.status == TurnStatus.running:
+            return "running"
+        if blocking_predecessor(s, run) is not None:
+            return "blocked"
+        res = s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(and_(TurnRun.turn_id == turn_id, TurnRun.status == TurnStatus.queued.value))
+            .values(status=TurnStatus.running.value, started_at=now, updated_at=now)
+        )
+        s.commit()
+        return "claimed" if res.rowcount == 1 else "running"
+
+
+def touch(engine: Engine, turn_id: str, stage: str, **fields: Any) -> None:
+    """Record progress: the last stage reached, ``updated_at`` now, and any extra columns."""
+    with Session(engine) as s:
+        s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(TurnRun.turn_id == turn_id)  # type: ignore[arg-type]
+            .values(stage=stage, updated_at=utcnow(), **fields)
+        )
+        s.commit()
+
+
+def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
+    """The stored result of ``stage`` for this turn, or None when it has not completed."""
+    row = session.get(TurnStage, (turn_id, stage))
+    return None if row is None else dict(row.result)
+
+
+def put_stage(session: Session, turn_id: str, stage: str, result: dict[str, Any]) -> None:
+    """Store a stage's result in the caller's transaction (the primary key makes it once)."""
+    session.add(TurnStage(turn_id=turn_id, stage=stage, result=result))
+
+
+def finish(
+    engine: Engine,
+    turn_id: str,
+    status: TurnStatus,
+    *,
+    reason: str | None = None,
+    rendered: list[dict[str, Any]] | None = None,
+    session: Session | None = None,
+) -> None:
+    """Mark a turn finished (done, failed or skipped), in ``session`` when given."""
+    now = utcnow()
+    values: dict[str, Any] = {"status": status.value, "updated_at": now, "finished_at": now}
+    if reason is not None:
+        values["reason"] = reason
+    if rendered is not None:
+        values["rendered"] = rendered
+    stmt = update(TurnRun).where(TurnRun.turn_id == turn_id).values(**values)  # type: ignore[arg-type]
+    if session is not None:
+        session.exec(stmt)  # type: ignore[call-overload]
+        return
+    with Session(engine) as s:
+        s.exec(stmt)  # type: ignore[call-overload]
+        s.commit()
+
+
+def next_queued_in_scope(engine: Engine, scope_id: str) -> TurnRun | None:
+    """The earliest queued turn of a scope whose predecessors have all finished, if any."""
+    with Session(engine, expire_on_commit=False) as s:
+        first_open = s.exec(
+            select(TurnRun)
+            .where(
+                TurnRun.scope_id == scope_id,
+                TurnRun.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
+            )
+            .order_by(TurnRun.seq)  # type: ignore[arg-type]
+            .limit(1)
+        ).first()
+        if first_open is None or first_open.status != TurnStatus.queued:
+            return None
+        return first_open
+
+
+def mark_published(engine: Engine, turn_ids: Iterable[str]) -> None:
+    """Count a (re)publication of each turn's chain and refresh ``updated_at``."""
+    ids = list(turn_ids)
+    if not ids:
+        return
+    with Session(engine) as s:
+        s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(TurnRun.turn_id.in_(ids))  # type: ignore[attr-defined]
+            .values(publishes=TurnRun.publishes + 1, updated_at=utcnow())
+        )
+        s.commit()
+
+
+def stuck_turns(
+    engine: Engine, *, older_than: timedelta, now: datetime | None = None
+) -> list[TurnRun]:
+    """Turns that should be moving but have not been touched for ``older_than``.
+
+    Running turns whose worker went quiet (a crashed worker, a lost message), and queued turns
+    that are next in their scope but were never started (their publish was lost).
+    """
+    cutoff = (now or utcnow()) - older_than
+    with Session(engine, expire_on_commit=False) as s:
+        rows = s.exec(
+            select(TurnRun)
+            .where(
+                TurnRun.updated_at < cutoff,  # type: ignore[arg-type]
+                or_(
+                    TurnRun.status == TurnStatus.running.value,
+                    TurnRun.status == TurnStatus.queued.value,
+                ),
+            )
+            .order_by(TurnRun.created_at)  # type: ignore[arg-type]
+        ).all()
+        out: list[TurnRun] = []
+        for run in rows:
+            if run.status == TurnStatus.running or blocking_predecessor(s, run) is None:
+                out.append(run)
+        return out

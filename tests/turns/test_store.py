@@ -1,0 +1,91 @@
+"""Turn store: per-scope sequence, claims, dedupe, stage results, stuck-turn detection."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.turns import TurnRun, TurnStatus
+from nekoflow.turns import store
+
+
+def new_run(turn_id: str, scope: str = "s1", **kw) -> TurnRun:
+    return TurnRun(turn_id=turn_id, channel="web", scope_id=scope, **kw)
+
+
+def test_sequence_per_scope(engine: Engine) -> None:
+    a, _ = store.create_turn_run(engine, new_run("a"))
+    b, _ = store.create_turn_run(engine, new_run("b"))
+    c, _ = store.create_turn_run(engine, new_run("c", scope="s2"))
+    assert (a.seq, b.seq, c.seq) == (1, 2, 1)
+
+
+def test_concurrent_enqueues_get_distinct_sequence_numbers(engine: Engine) -> None:
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            store.create_turn_run(engine, new_run(f"t{i}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with Session(engine) as s:
+        seqs = sorted(s.get(TurnRun, f"t{i}").seq for i in range(12))
+    assert seqs == list(range(1, 13))
+
+
+def test_dedupe_key_returns_existing_turn(engine: Engine) -> None:
+    _, created = store.create_turn_run(engine, new_run("a", dedupe_key="web:m1"))
+    again, created2 = store.create_turn_run(engine, new_run("b", dedupe_key="web:m1"))
+    assert created and not created2
+    assert again.turn_id == "a"
+    assert store.get_run(engine, "b") is None
+
+
+def test_claim_respects_scope_order(engine: Engine) -> None:
+    store.create_turn_run(engine, new_run("a"))
+    store.create_turn_run(engine, new_run("b"))
+    assert store.claim(engine, "b") == "blocked"
+    assert store.claim(engine, "a") == "claimed"
+    assert store.claim(engine, "a") == "running"
+    assert store.next_queued_in_scope(engine, "s1") is None  # a is still running
+    store.finish(engine, "a", TurnStatus.done)
+    assert store.claim(engine, "a") == "finished"
+    nxt = store.next_queued_in_scope(engine, "s1")
+    assert nxt is not None and nxt.turn_id == "b"
+    assert store.claim(engine, "b") == "claimed"
+
+
+def test_stage_results_round_trip(engine: Engine) -> None:
+    store.create_turn_run(engine, new_run("a"))
+    with Session(engine) as s:
+        assert store.get_stage(s, "a", "dispatch") is None
+        store.put_stage(s, "a", "dispatch", {"save_id": 3})
+        s.commit()
+    with Session(engine) as s:
+        assert store.get_stage(s, "a", "dispatch") == {"save_id": 3}
+
+
+def test_stuck_turns(engine: Engine) -> None:
+    store.create_turn_run(engine, new_run("a"))
+    store.create_turn_run(engine, new_run("b"))
+    store.create_turn_run(engine, new_run("c", scope="s2"))
+    store.claim(engine, "c")
+    store.finish(engine, "c", TurnStatus.done)
+    later = utcnow() + timedelta(minutes=10)
+    stuck = store.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
+    assert [r.turn_id for r in stuck] == ["a"]  # b waits behind a; c is done
+    assert store.stuck_turns(engine, older_than=timedelta(minutes=5)) == []
+    store.claim(engine, "a")
+    stuck = store.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
+    assert [r.turn_id for r in stuck] == ["a"]
