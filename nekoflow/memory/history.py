@@ -8,6 +8,8 @@ so a turn's writes commit (or roll back) together with whatever else the caller 
   cycle-safe: without ``limit`` the CTE uses ``UNION``, which adds no row twice, so a corrupt
   cycle ends; with ``limit`` the recursion is bounded by depth. The path is then ordered
   root-first in Python by following parent links from the leaf, stopping at any repeat.
+  :func:`load_history_rows` is the same query returning light read-only rows (no ORM objects),
+  for the memory builder's hot path.
 - :func:`write_turn` appends a turn (user line(s), then one assistant line per reply segment)
   under the active leaf and moves it; idempotent per ``turn_id``.
 """
