@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -53,6 +53,19 @@ class Settings(BaseSettings):
 
     # channels
     runtime_config_path: str = "config.ini"
+    adapter_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    # turn pipeline
+    cooldown_backend: Literal["auto", "memory", "redis"] = "auto"
+    turn_lease_seconds: float = Field(default=300.0, gt=0)
+    stage_max_attempts: int = Field(default=5, ge=1)
+    sweep_interval_seconds: float = Field(default=30.0, gt=0)
+    history_limit: int = Field(default=200, ge=1)
+    recent_message_limit: int = Field(default=6, ge=0)
+    memory_prompt_chars: int = Field(default=1200, ge=0)
+    memory_short_ttl_days: float = Field(default=7.0, gt=0)
+    memory_long_ttl_days: float = Field(default=180.0, gt=0)
+    failure_reply: str = "抱歉,我刚刚走神了,能再说一遍吗?"
 
     @model_validator(mode="after")
     def _fill_celery_urls(self) -> Settings:
@@ -61,6 +74,13 @@ class Settings(BaseSettings):
         if self.result_backend is None:
             self.result_backend = self.redis_url
         return self
+
+    @property
+    def uses_redis_cooldowns(self) -> bool:
+        """Whether world-book cooldowns live in Redis ("auto": when the broker is Redis)."""
+        if self.cooldown_backend == "auto":
+            return bool(self.broker_url and self.broker_url.startswith(("redis://", "rediss://")))
+        return self.cooldown_backend == "redis"
 
     def redis_key(self, *parts: str) -> str:
         """A namespaced Redis key: ``{redis_prefix}:{part}:{part}…``."""

@@ -211,3 +211,19 @@ def stuck_turns(
             if run.status == TurnStatus.running or blocking_predecessor(s, run) is None:
                 out.append(run)
         return out
+
+
+def first_publish(engine: Engine, turn_id: str) -> bool:
+    """Claim the right to publish a turn's chain for the first time (exactly one caller wins).
+
+    Both the enqueuer and the finisher of the previous turn may decide a turn is next in its
+    scope; the conditional UPDATE makes only one of them publish.
+    """
+    with Session(engine) as s:
+        res = s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(and_(TurnRun.turn_id == turn_id, TurnRun.publishes == 0))
+            .values(publishes=1, updated_at=utcnow())
+        )
+        s.commit()
+        return res.rowcount == 1

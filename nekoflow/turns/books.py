@@ -1,0 +1,40 @@
+"""World books for recall, reloaded only when a book changed (the store bumps ``revision``)."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from nekoflow.storage.worldbook import WorldBookRow
+from nekoflow.worldbook import WorldBook
+from nekoflow.worldbook.store import WorldBookStore
+
+
+class BookCache:
+    """Every world book of the database, cached per process and keyed on the books' revisions."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._key: tuple[tuple[str, str, str], ...] | None = None
+        self._books: list[WorldBook] = []
+        self._lock = threading.Lock()
+
+    def _version(self) -> tuple[tuple[str, str, str], ...]:
+        with Session(self._engine) as s:
+            rows = s.exec(
+                select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)
+            ).all()
+        return tuple(sorted((r[0], r[1] or "", r[2] or "") for r in rows))
+
+    def books(self) -> list[WorldBook]:
+        """The current books (one cheap query when nothing changed)."""
+        key = self._version()
+        with self._lock:
+            if key == self._key:
+                return self._books
+        books = WorldBookStore(self._engine).list_all()
+        with self._lock:
+            self._key, self._books = key, books
+        return books

@@ -1,0 +1,133 @@
+"""A whole turn through the six stage functions, in process, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from nekoflow.llm import LLMClientError, LLMServerError, ScriptedChatModel
+from nekoflow.memory.history import load_history
+from nekoflow.review import REVIEW_EVENTS
+from nekoflow.storage.dialogue import Line
+from nekoflow.storage.turns import DeltaLedger, MemoryRecord, Relationship, TurnRun, TurnStage
+from nekoflow.turns.enqueue import submit_turn
+from nekoflow.turns.runner import run_inline
+from nekoflow.turns.stages import STAGE_FUNCS
+
+
+def web_event(text: str, session: str = "sess1", message_id: str | None = None) -> dict:
+    ev = {"session_id": session, "message": text, "user_id": "u1", "display_name": "莱姆"}
+    if message_id:
+        ev["message_id"] = message_id
+    return ev
+
+
+def test_turn_runs_end_to_end(deps, published, role) -> None:
+    handle = submit_turn(deps, "web", web_event("你好呀钦灵,谢谢你一直陪我"))
+    assert handle.status() == "queued"
+    assert published == [handle.turn_id]
+    assert run_inline(deps, handle.turn_id, sleep=False) == "ok"
+    assert handle.status() == "done"
+    rendered = handle.wait(timeout=1)
+    assert rendered and all(m["type"] == "text" for m in rendered)
+    assert "【" not in rendered[0]["content"]  # markup is not shown to users
+    with Session(deps.engine) as s:
+        run = s.get(TurnRun, handle.turn_id)
+        assert run.stage == "apply_deltas" and run.llm_model == "scripted"
+        assert run.prompt_tokens and run.completion_tokens
+        rel = s.get(Relationship, (role.id, run.scope_id))
+        assert rel.trust == 51 and rel.familiarity == 31 and rel.turns == 1
+        lines = load_history(s, run.save_id)
+        assert lines[0].attribute == "user" and lines[0].content.startswith("你好呀钦灵")
+        assert all(line.turn_id == handle.turn_id for line in lines)
+        assert {st.stage for st in s.exec(select(TurnStage)).all()} == set(STAGE_FUNCS)
+    assert deps.events.types[:5] == list(REVIEW_EVENTS)
+
+
+def test_stages_are_idempotent(deps, role) -> None:
+    handle = submit_turn(deps, "web", web_event("我好想你"))
+    run_inline(deps, handle.turn_id, sleep=False)
+    calls = deps.chat_model.calls
+    with Session(deps.engine) as s:
+        before_lines = len(s.exec(select(Line)).all())
+        before_rel = s.get(Relationship, (role.id, "web:conversation:sess1")).model_dump()
+    # every stage delivered again: nothing changes, the model is not asked again
+    for stage, func in STAGE_FUNCS.items():
+        if stage == "dispatch":
+            continue
+        try:
+            func(deps, handle.turn_id)
+        except Exception as exc:  # finished turns stop instead of redoing work
+            assert "done" in str(exc)
+    assert deps.chat_model.calls == calls
+    with Session(deps.engine) as s:
+        assert len(s.exec(select(Line)).all()) == before_lines
+        assert s.get(Relationship, (role.id, "web:conversation:sess1")).model_dump() == before_rel
+        assert len(s.exec(select(DeltaLedger)).all()) == 1
+
+
+def test_scope_order_and_handoff(deps, published) -> None:
+    h1 = submit_turn(deps, "web", web_event("第一句"))
+    h2 = submit_turn(deps, "web", web_event("第二句"))
+    h3 = submit_turn(deps, "web", web_event("另一个会话", session="other"))
+    assert published == [h1.turn_id, h3.turn_id]  # h2 waits behind h1
+    assert run_inline(deps, h2.turn_id, sleep=False) == "stop"
+    assert h2.status() == "queued"
+    run_inline(deps, h1.turn_id, sleep=False)
+    assert published == [h1.turn_id, h3.turn_id, h2.turn_id]  # h1's finish started h2
+    run_inline(deps, h2.turn_id, sleep=False)
+    with Session(deps.engine) as s:
+        run = s.get(TurnRun, h2.turn_id)
+        contents = [
+            line.content for line in load_history(s, run.save_id) if line.attribute == "user"
+        ]
+    assert contents == ["第一句", "第二句"]
+
+
+def test_duplicate_platform_message_is_one_turn(deps, published) -> None:
+    a = submit_turn(deps, "web", web_event("hi", message_id="m1"))
+    b = submit_turn(deps, "web", web_event("hi", message_id="m1"))
+    assert a.turn_id == b.turn_id and published == [a.turn_id]
+
+
+def test_retryable_llm_failures_retry_then_succeed(deps) -> None:
+    deps.chat_model = ScriptedChatModel(fail_times=2, failure=LLMServerError)
+    handle = submit_turn(deps, "web", web_event("在吗"))
+    assert run_inline(deps, handle.turn_id, sleep=False) == "ok"
+    run = handle.run()
+    assert run.status == "done" and run.llm_attempts == 3
+
+
+def test_llm_keeps_failing_fails_cleanly(deps, published, role) -> None:
+    deps.chat_model = ScriptedChatModel(fail_times=100, failure=LLMServerError)
+    handle = submit_turn(deps, "web", web_event("你还在吗"))
+    nxt = submit_turn(deps, "web", web_event("下一句"))
+    assert run_inline(deps, handle.turn_id, sleep=False) == "failed"
+    run = handle.run()
+    assert run.status == "failed" and "LLMServerError" in run.reason
+    assert run.llm_attempts == deps.settings.llm_max_attempts
+    assert handle.wait(timeout=1) == [{"type": "text", "content": deps.settings.failure_reply}]
+    with Session(deps.engine) as s:
+        lines = s.exec(select(Line).where(Line.turn_id == handle.turn_id)).all()
+        assert [line.attribute for line in lines] == ["user"]  # the user line is kept
+        assert s.exec(select(DeltaLedger)).all() == []
+        assert s.get(Relationship, (role.id, run.scope_id)) is None
+        assert s.exec(select(MemoryRecord)).all() == []
+    assert published[-1] == nxt.turn_id  # the scope moved on
+
+
+def test_non_retryable_llm_failure_fails_at_once(deps) -> None:
+    deps.chat_model = ScriptedChatModel(fail_times=1, failure=LLMClientError)
+    handle = submit_turn(deps, "web", web_event("hello"))
+    assert run_inline(deps, handle.turn_id, sleep=False) == "failed"
+    assert handle.run().llm_attempts == 1
+
+
+def test_skipped_messages_make_no_turn(deps, published) -> None:
+    from nekoflow.channels import CharacterRuntimeContextDispatcher
+
+    deps.dispatcher = CharacterRuntimeContextDispatcher(
+        {"channels": {"web": {"character_runtime": {"enabled": False}}}}
+    )
+    h = submit_turn(deps, "web", web_event("hi"))
+    assert h.status() == "skipped" and h.reason == "disabled" and h.wait() == []
+    assert published == []
