@@ -18,7 +18,8 @@ result_accept_content = ["json"]
 
 task_acks_late = True
 task_reject_on_worker_lost = True
-task_acks_on_failure_or_timeout = True
+task_acks_on_failure = True
+task_acks_on_timeout = True
 worker_prefetch_multiplier = 1
 task_track_started = True
 task_send_sent_event = True
@@ -27,11 +28,22 @@ result_extended = True
 result_expires = 24 * 3600
 
 broker_connection_retry_on_startup = True
-# Redis transport: a message not acked within this many seconds is redelivered.
-broker_transport_options = {"visibility_timeout": 3600}
+# Redis transport: a message not acked within this many seconds (a killed worker's) is
+# redelivered. Keep it above the longest stage (an LLM call with its timeout).
+broker_transport_options = {"visibility_timeout": _settings.broker_visibility_timeout}
 
 task_default_queue = "turns"
-task_routes = {"tasks.rereview.*": {"queue": "review"}}
+task_routes = {
+    "nekoflow.turn.llm_call": {"queue": "llm"},
+    "nekoflow.turn.*": {"queue": "turns"},
+    "nekoflow.sweep": {"queue": "turns"},
+    "nekoflow.rereview.*": {"queue": "review"},
+}
+
+# The sweeper re-publishes turns that stopped moving (crashed worker, lost message).
+beat_schedule = {
+    "nekoflow-sweep": {"task": "nekoflow.sweep", "schedule": _settings.sweep_interval_seconds},
+}
 
 timezone = "UTC"
 enable_utc = True

@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     redis_prefix: str = "nekoflow"
     broker_url: str | None = None
     result_backend: str | None = None
+    broker_visibility_timeout: int = Field(default=3600, gt=0)
 
     # LLM
     llm_provider: Literal["scripted", "openai"] = "scripted"

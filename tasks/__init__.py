@@ -1,9 +1,10 @@
 """The Celery application: ``celery -A tasks worker`` from the repository root.
 
 This package is the only place in nekoflow that knows about Celery; task bodies are thin
-wrappers over the plain-Python stage functions in ``nekoflow.turns`` and ``nekoflow.rereview``.
+wrappers over the plain-Python stage functions in ``nekoflow.turns``.
 """
 
 from tasks.app import app
+from tasks.turns import enqueue_turn, publish_turn, turn_chain
 
-__all__ = ["app"]
+__all__ = ["app", "enqueue_turn", "publish_turn", "turn_chain"]

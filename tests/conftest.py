@@ -24,6 +24,10 @@ from nekoflow.storage import create_all, make_engine
 PG_URL = os.environ.get("NEKOFLOW_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("NEKOFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
+# The Celery app in this process publishes to the test Redis (set before `tasks` is imported).
+os.environ.setdefault("NEKOFLOW_BROKER_URL", REDIS_URL)
+os.environ.setdefault("NEKOFLOW_RESULT_BACKEND", REDIS_URL)
+
 DB_BACKENDS = ["sqlite"] + (["postgres"] if PG_URL else [])
 
 

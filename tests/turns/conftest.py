@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -66,3 +75,147 @@ def deps(engine: Engine, published: Published, role: Role) -> TurnDeps:
         events=bus,
         publish=published,
     )
+
+
+# --- real Celery workers ------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Starts real ``celery worker`` processes against the test broker and database."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: list[subprocess.Popen] = []
+
+    def start(
+        self,
+        *,
+        app: str = "tasks",
+        queues: str = "turns,llm",
+        concurrency: int = 2,
+        beat: bool = False,
+        extra_env: dict[str, str] | None = None,
+        name: str | None = None,
+    ) -> subprocess.Popen:
+        name = name or f"w{len(self.procs)}"
+        log = self.log_dir / f"{name}.log"
+        cmd = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            app,
+            "worker",
+            "-Q",
+            queues,
+            "-c",
+            str(concurrency),
+            "-P",
+            "prefork",
+            "-n",
+            f"{name}@%h",
+            "-l",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "-E",
+        ]
+        if beat:
+            cmd += ["-B", "-s", str(self.log_dir / f"{name}-beat-schedule")]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env={**self.env, **(extra_env or {})},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if "ready." in log.read_text(errors="replace"):
+                return proc
+            if proc.poll() is not None:
+                raise RuntimeError(f"worker {name} exited:\n{log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        raise RuntimeError(f"worker {name} not ready:\n{log.read_text()[-3000:]}")
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=10)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    self.kill(proc)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-4000:] for p in self.log_dir.glob("*.log"))
+
+
+@pytest.fixture
+def worker_env(db_url: str, redis_url: str, tmp_path: Path) -> dict[str, str]:
+    """Environment of worker processes: the test database, the test Redis as broker/backend."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
+    env.update(
+        NEKOFLOW_DATABASE_URL=db_url,
+        NEKOFLOW_REDIS_URL=redis_url,
+        NEKOFLOW_BROKER_URL=redis_url,
+        NEKOFLOW_RESULT_BACKEND=redis_url,
+        NEKOFLOW_REDIS_PREFIX="nftest",
+        NEKOFLOW_LLM_BACKOFF_BASE="0.05",
+        NEKOFLOW_LLM_BACKOFF_MAX="0.2",
+        NEKOFLOW_RUNTIME_CONFIG_PATH=str(tmp_path / "absent-config.ini"),
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+@pytest.fixture
+def workers(worker_env: dict[str, str], tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(worker_env, tmp_path)
+    yield w
+    w.stop_all()
+
+
+@pytest.fixture
+def live(
+    worker_env: dict[str, str], engine: Engine, redis_client, role: Role
+) -> Iterator[TurnDeps]:
+    """This process set up as an enqueuer: TurnDeps on the test DB publishing to the test broker."""
+    from tasks import app
+    from tasks.runtime import set_deps
+    from tasks.turns import publish_turn
+
+    settings = Settings(
+        **{
+            k[len("NEKOFLOW_") :].lower(): v
+            for k, v in worker_env.items()
+            if k.startswith("NEKOFLOW_")
+        }
+    )
+    assert app.conf.broker_url == settings.broker_url, "tests/conftest.py sets the broker"
+    deps = TurnDeps.from_settings(settings, engine=engine, publish=publish_turn)
+    set_deps(deps)
+    yield deps
+    set_deps(None)
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, logs: Callable[[], str]
+) -> None:
+    """Poll ``predicate`` until true; fail with the workers' logs after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}\n{logs()}")

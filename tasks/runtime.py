@@ -1,0 +1,39 @@
+"""Per-process turn dependencies for workers and enqueuers (built lazily, rebuilt after fork)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from nekoflow.settings import get_settings
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+
+_lock = threading.Lock()
+_deps: TurnDeps | None = None
+_pid: int | None = None
+
+
+def get_deps() -> TurnDeps:
+    """This process's TurnDeps, publishing through the Celery app."""
+    global _deps, _pid
+    with _lock:
+        if _deps is None or _pid != os.getpid():
+            from tasks.turns import publish_turn
+
+            _deps = TurnDeps.from_settings(get_settings(), publish=publish_turn)
+            _pid = os.getpid()
+        return _deps
+
+
+def set_deps(deps: TurnDeps | None) -> None:
+    """Replace this process's TurnDeps (the demo and tests inject their own)."""
+    global _deps, _pid
+    with _lock:
+        _deps = deps
+        _pid = os.getpid() if deps is not None else None
+
+
+def publish(run: TurnRun) -> None:
+    """Publish ``run``'s chain with this process's deps (used by the sweeper)."""
+    get_deps().publish(run)

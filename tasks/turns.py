@@ -1,0 +1,147 @@
+"""The six turn stages as Celery tasks, the chain that links them, and ``enqueue_turn``.
+
+Task names are ``nekoflow.turn.<stage>``; ``llm_call`` runs on the ``llm`` queue, the others on
+``turns``. Arguments are only ``(turn_id, scope_id)`` — never message text — so Flower shows
+which turn, scope and stage ran without showing what anyone said.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Task, chain
+from celery.utils.log import get_task_logger
+
+from nekoflow.storage.turns import STAGES, TurnRun
+from nekoflow.turns import store
+from nekoflow.turns.enqueue import submit_turn
+from nekoflow.turns.handle import TurnHandle
+from nekoflow.turns.runner import execute_stage
+from tasks.app import app
+from tasks.runtime import get_deps
+
+log = get_task_logger(__name__)
+
+QUEUES: dict[str, str] = {stage: "turns" for stage in STAGES} | {"llm_call": "llm"}
+"""Which queue each stage runs on."""
+
+
+class StageFailed(Exception):
+    """Raised by a stage task after the turn was ended as failed (Flower shows FAILURE)."""
+
+
+def _run(task: Task, stage: str, turn_id: str) -> dict[str, Any]:
+    outcome = execute_stage(get_deps(), stage, turn_id, attempt=task.request.retries + 1)
+    if outcome.kind == "ok":
+        return {"turn_id": turn_id, "stage": stage, "status": "ok"}
+    if outcome.kind == "retry":
+        log.warning(
+            "turn %s %s: retrying in %.1fs (%s)", turn_id, stage, outcome.delay, outcome.reason
+        )
+        raise task.retry(countdown=outcome.delay, max_retries=None)
+    task.request.chain = None  # end the chain here
+    if outcome.kind == "stop":
+        return {"turn_id": turn_id, "stage": stage, "status": "stopped", "reason": outcome.reason}
+    raise StageFailed(outcome.reason)
+
+
+_OPTIONS: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
+
+
+@app.task(name="nekoflow.turn.dispatch", **_OPTIONS)
+def dispatch(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """Claim the turn in its scope's order; settle character, save and time gap."""
+    return _run(self, "dispatch", turn_id)
+
+
+@app.task(name="nekoflow.turn.before_turn", **_OPTIONS)
+def before_turn(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """World-book recall and the system prompt."""
+    return _run(self, "before_turn", turn_id)
+
+
+@app.task(name="nekoflow.turn.llm_call", **_OPTIONS)
+def llm_call(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """Call the chat model (retryable failures back off and retry)."""
+    return _run(self, "llm_call", turn_id)
+
+
+@app.task(name="nekoflow.turn.memory_build", **_OPTIONS)
+def memory_build(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """Write the user line and the reply lines into the dialogue tree."""
+    return _run(self, "memory_build", turn_id)
+
+
+@app.task(name="nekoflow.turn.review", **_OPTIONS)
+def review(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """Review the turn (rule or LLM mode) and emit the review events."""
+    return _run(self, "review", turn_id)
+
+
+@app.task(name="nekoflow.turn.apply_deltas", **_OPTIONS)
+def apply_deltas(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+    """Apply the review's deltas once, finish the turn and start the scope's next one."""
+    return _run(self, "apply_deltas", turn_id)
+
+
+STAGE_TASKS: dict[str, Task] = {
+    "dispatch": dispatch,
+    "before_turn": before_turn,
+    "llm_call": llm_call,
+    "memory_build": memory_build,
+    "review": review,
+    "apply_deltas": apply_deltas,
+}
+
+
+def turn_chain(run: TurnRun) -> chain:
+    """The six stages of ``run`` as one Celery chain (immutable signatures)."""
+    sigs = []
+    for stage in STAGES:
+        sig = STAGE_TASKS[stage].si(run.turn_id, run.scope_id)
+        sig.set(
+            queue=QUEUES[stage],
+            argsrepr=repr((run.turn_id, run.scope_id)),
+            kwargsrepr=repr({"stage": stage}),
+        )
+        sigs.append(sig)
+    return chain(*sigs)
+
+
+def publish_turn(run: TurnRun) -> None:
+    """Send ``run``'s chain to the broker."""
+    turn_chain(run).apply_async()
+
+
+def enqueue_turn(channel: str, raw_event: Any) -> TurnHandle:
+    """Submit a platform event as a turn: what adapter authors call.
+
+    Parses ``raw_event`` with ``channel``'s adapter, writes the TurnRun row, publishes the chain
+    when the turn is first in its scope (otherwise the previous turn starts it when it ends),
+    and returns a :class:`TurnHandle`. Non-chat events, disabled channels and messages that do
+    not trigger return a handle with status ``skipped`` and the reason.
+    """
+    return submit_turn(get_deps(), channel, raw_event)
+
+
+def republish_stuck() -> list[str]:
+    """Publish again the turns that stopped moving (``nekoflow.turns.store.stuck_turns``)."""
+    from datetime import timedelta
+
+    deps = get_deps()
+    stuck = store.stuck_turns(
+        deps.engine, older_than=timedelta(seconds=deps.settings.turn_lease_seconds)
+    )
+    for run in stuck:
+        publish_turn(run)
+    store.mark_published(deps.engine, [r.turn_id for r in stuck])
+    return [r.turn_id for r in stuck]
+
+
+@app.task(name="nekoflow.sweep", ignore_result=True)
+def sweep() -> list[str]:
+    """Beat task: re-publish stuck turns so a crashed worker or lost message loses no turn."""
+    republished = republish_stuck()
+    if republished:
+        log.warning("sweeper re-published %d stuck turn(s): %s", len(republished), republished)
+    return republished
