@@ -68,6 +68,13 @@ class Settings(BaseSettings):
     memory_long_ttl_days: float = Field(default=180.0, gt=0)
     failure_reply: str = "抱歉,我刚刚走神了,能再说一遍吗?"
 
+    # HTTP API
+    # Bearer token required for write endpoints; when unset (or blank), writes are refused
+    # with 503 "NEKOFLOW_API_TOKEN not configured".
+    api_token: SecretStr | None = None
+    # Origins allowed by CORS (JSON list in the environment); empty = CORS off.
+    api_cors_origins: list[str] = Field(default_factory=list)
+
     @model_validator(mode="after")
     def _fill_celery_urls(self) -> Settings:
         if self.broker_url is None:
