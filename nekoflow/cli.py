@@ -6,6 +6,7 @@ import typer
 from rich.console import Console
 
 from nekoflow import __version__
+from nekoflow.api.cli import serve_command
 from nekoflow.review.cli import review_command
 from nekoflow.worldbook.cli import worldbook_app
 
@@ -18,6 +19,7 @@ app = typer.Typer(
 console = Console()
 app.command("review")(review_command)
 app.add_typer(worldbook_app, name="worldbook")
+app.command("serve")(serve_command)
 
 
 @app.command()

@@ -1,0 +1,137 @@
+"""What route handlers depend on: the app's settings, engine, store, Redis, chat model, and auth.
+
+:class:`ApiState` is built once by ``create_app`` and kept on ``app.state.nekoflow``; the
+functions here hand its parts to handlers through FastAPI's ``Depends``. Injected objects (tests,
+embedding) are used as given and never closed by the app; objects the app creates itself lazily
+(Redis client, chat model) are closed on shutdown.
+
+Auth: write endpoints depend on :func:`require_token`, which wants ``Authorization: Bearer
+<NEKOFLOW_API_TOKEN>`` (compared in constant time). With no token configured, writes are refused
+with 503 — never silently allowed, not even from loopback, because behind a reverse proxy every
+request comes from loopback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import redis
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.engine import Engine
+
+from nekoflow.api.errors import ApiError
+from nekoflow.llm.base import ChatModel
+from nekoflow.settings import Settings
+from nekoflow.worldbook.store import WorldBookStore
+
+TOKEN_NOT_CONFIGURED = "NEKOFLOW_API_TOKEN not configured"
+
+
+@dataclass
+class ApiState:
+    """Everything the routers share for the app's lifetime."""
+
+    settings: Settings
+    engine: Engine
+    owns_engine: bool = False
+    redis_client: redis.Redis | None = None
+    owns_redis: bool = False
+    chat_model: ChatModel | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def redis(self) -> redis.Redis:
+        """The injected Redis client, or one for ``settings.redis_url`` made on first use."""
+        with self._lock:
+            if self.redis_client is None:
+                from nekoflow.redis_client import make_redis
+
+                self.redis_client = make_redis(self.settings.redis_url, connect_timeout=2.0)
+                self.owns_redis = True
+            return self.redis_client
+
+    def model(self) -> ChatModel:
+        """The injected chat model, or the configured one (``make_chat_model``) on first use.
+
+        Raises :class:`nekoflow.errors.ConfigError` (→ 503) when the LLM settings are unusable.
+        """
+        with self._lock:
+            if self.chat_model is None:
+                from nekoflow.llm.factory import make_chat_model
+
+                self.chat_model = make_chat_model(self.settings)
+            return self.chat_model
+
+    def close(self) -> None:
+        """Release what the app created itself (never injected objects)."""
+        if self.owns_redis and self.redis_client is not None:
+            self.redis_client.close()
+            self.redis_client = None
+        if self.owns_engine:
+            self.engine.dispose()
+
+
+def get_state(request: Request) -> ApiState:
+    """The :class:`ApiState` of the app serving ``request``."""
+    return request.app.state.nekoflow
+
+
+def get_settings(state: Annotated[ApiState, Depends(get_state)]) -> Settings:
+    """The app's settings."""
+    return state.settings
+
+
+def get_engine(state: Annotated[ApiState, Depends(get_state)]) -> Engine:
+    """The app's SQL engine."""
+    return state.engine
+
+
+def get_store(engine: Annotated[Engine, Depends(get_engine)]) -> WorldBookStore:
+    """A world-book store over the app's engine."""
+    return WorldBookStore(engine)
+
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    description="NEKOFLOW_API_TOKEN, required by every write endpoint.",
+)
+
+
+def token_matches(given: str, expected: str) -> bool:
+    """Constant-time comparison of two tokens (UTF-8 bytes)."""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def require_token(
+    state: Annotated[ApiState, Depends(get_state)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> None:
+    """Allow the request only with ``Authorization: Bearer <NEKOFLOW_API_TOKEN>``.
+
+    401 (with ``WWW-Authenticate: Bearer``) for a missing or wrong token; 503 when the server has
+    no token configured, so writes are off until one is set.
+    """
+    secret = state.settings.api_token
+    expected = secret.get_secret_value().strip() if secret is not None else ""
+    if not expected:
+        raise ApiError(503, f"{TOKEN_NOT_CONFIGURED}: write endpoints are disabled")
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if credentials is None:
+        raise ApiError(401, "missing bearer token (Authorization: Bearer …)", headers=challenge)
+    if not token_matches(credentials.credentials, expected):
+        raise ApiError(
+            401,
+            "invalid bearer token",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
+
+
+StateDep = Annotated[ApiState, Depends(get_state)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[WorldBookStore, Depends(get_store)]
+WriteAuth = Depends(require_token)
+"""Add to a route's ``dependencies=[...]`` to make it a write endpoint."""

@@ -1,0 +1,189 @@
+"""Exception handlers: every error leaves the API as ``{"success": false, "error", "detail"}``.
+
+Mapping (never a 500 from user input):
+
+* bad request bodies/params (FastAPI's own validation, a pydantic ``ValidationError`` or a nekoflow
+  ``InputError`` raised inside a handler) → 422; ``detail`` is FastAPI's list of
+  ``{"loc", "msg", "type"}`` naming each field, ``error`` one line that names them too;
+* :class:`ApiError` (raised by the routers) → its own status: 404 unknown id, 409 conflict, 401,
+  502/504 model failures, 503 missing configuration;
+* a missing world book from the store → 404; an integrity clash in the database → 409; the
+  database being unreachable → 503;
+* anything else is a bug: logged with its traceback, answered with a bare 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from nekoflow.errors import ConfigError, InputError
+from nekoflow.worldbook.errors import WorldBookDataError, WorldBookNotFoundError
+
+log = logging.getLogger("nekoflow.api")
+
+
+class ApiError(Exception):
+    """An error with an HTTP status, raised by route handlers and dependencies."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+
+def not_found(what: str, ident: str, field: str) -> ApiError:
+    """404 for an unknown id: ``world book 'x' not found``."""
+    return ApiError(404, f"{what} {ident!r} not found", field=field)
+
+
+def conflict(message: str, field: str | None = None) -> ApiError:
+    """409 for a write that clashes with what is stored (e.g. an id already taken)."""
+    return ApiError(409, message, field=field)
+
+
+def error_body(message: str, detail: Any = None) -> dict[str, Any]:
+    """The JSON body of every error response."""
+    return {"success": False, "error": message, "detail": message if detail is None else detail}
+
+
+def _json_safe(value: Any) -> Any:
+    """Make pydantic error ``input``/``ctx`` values JSON-serialisable (they may hold exceptions)."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _loc_text(loc: Sequence[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie") and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _validation_response(
+    errors: Sequence[Mapping[str, Any]], prefix: tuple[str, ...] = ()
+) -> JSONResponse:
+    detail = []
+    for err in errors:
+        item = {
+            "loc": [*prefix, *err.get("loc", ())],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "value_error")),
+        }
+        if "input" in err:
+            item["input"] = _json_safe(err["input"])
+        detail.append(item)
+    summary = "; ".join(f"{_loc_text(d['loc'])}: {d['msg']}" for d in detail[:10])
+    if len(detail) > 10:
+        summary += f"; … ({len(detail) - 10} more)"
+    return JSONResponse(status_code=422, content=error_body(f"invalid input: {summary}", detail))
+
+
+async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return _validation_response(exc.errors())
+
+
+async def _pydantic_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ValidationError)
+    return _validation_response(exc.errors(include_url=False), prefix=("body",))
+
+
+async def _input_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InputError)
+    field = exc.field or "body"
+    detail = [{"loc": ["body", *field.split(".")], "msg": str(exc), "type": "input_error"}]
+    if isinstance(exc, WorldBookDataError):
+        detail = [
+            {"loc": ["body", field], "msg": problem, "type": "input_error"}
+            for problem in exc.problems
+        ]
+    return JSONResponse(status_code=422, content=error_body(str(exc), detail))
+
+
+async def _book_not_found(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, WorldBookNotFoundError)
+    return JSONResponse(status_code=404, content=error_body(str(exc)))
+
+
+async def _api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(
+        status_code=exc.status_code, content=error_body(exc.message), headers=exc.headers or None
+    )
+
+
+async def _http_exception(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    return JSONResponse(
+        status_code=exc.status_code,
+        content=error_body(message, _json_safe(exc.detail)),
+        headers=getattr(exc, "headers", None),
+    )
+
+
+async def _integrity_error(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("integrity error on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        status_code=409, content=error_body("the write conflicts with stored data (duplicate id?)")
+    )
+
+
+async def _data_error(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("database rejected a value on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        status_code=422, content=error_body("a value cannot be stored (out of range or invalid)")
+    )
+
+
+async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+    log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(status_code=503, content=error_body("database unavailable"))
+
+
+async def _config_error(request: Request, exc: Exception) -> JSONResponse:
+    log.error("configuration error on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(status_code=503, content=error_body(f"server misconfigured: {exc}"))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse(status_code=500, content=error_body("internal server error"))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every handler above on ``app`` (the most specific class wins)."""
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(ValidationError, _pydantic_validation)
+    app.add_exception_handler(WorldBookNotFoundError, _book_not_found)
+    app.add_exception_handler(InputError, _input_error)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_exception_handler(IntegrityError, _integrity_error)
+    app.add_exception_handler(DataError, _data_error)
+    app.add_exception_handler(OperationalError, _database_down)
+    app.add_exception_handler(ConfigError, _config_error)
+    app.add_exception_handler(Exception, _unexpected)

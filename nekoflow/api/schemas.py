@@ -1,0 +1,290 @@
+"""Request and response models of the HTTP API (they make up its OpenAPI schema).
+
+Request models reuse the world-book models and only add what storing needs: integers fit the SQL
+columns (32-bit), and no string may hold a NUL character or a lone surrogate (PostgreSQL and UTF-8
+cannot store them) — so such input is a 422 naming the field, never a database error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from nekoflow.worldbook.models import (
+    WorldBook,
+    WorldBookEntry,
+    WorldBookRecallConfig,
+)
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+"""An integer that fits the SQL ``INTEGER`` columns of the store."""
+
+Count32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+"""A non-negative integer that fits the SQL ``INTEGER`` columns of the store."""
+
+MAX_ID_CHARS = 200
+ID_PATTERN = r"^[^\x00]+$"
+
+BookIdPath = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN, description="World book id"),
+]
+EntryIdPath = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN, description="Entry id"),
+]
+
+
+def storable_problem(value: Any) -> str | None:
+    """Why ``value`` (walked through dicts and lists) cannot be stored as text, or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "must not contain NUL (\\u0000) characters"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be valid Unicode (no lone surrogates)"
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            problem = storable_problem(key) or storable_problem(item)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for item in value:
+            problem = storable_problem(item)
+            if problem:
+                return problem
+    return None
+
+
+def _check_storable(value: Any) -> Any:
+    problem = storable_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+class EntryIn(WorldBookEntry):
+    """An entry as sent by a client: every :class:`WorldBookEntry` field, storable values only.
+
+    On create, a missing/empty ``id`` is generated. On update (PUT) only the fields present in
+    the body change.
+    """
+
+    id: str = Field(default="", max_length=MAX_ID_CHARS)
+    priority: Int32 = 0
+    weight: Int32 = 0
+    cooldown_turns: Count32 = 0
+    max_injections_per_session: Count32 = 0
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _check_storable(value)
+
+
+class BookCreate(BaseModel):
+    """A new world book (optionally with its first entries); the id is generated when empty."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default="", max_length=MAX_ID_CHARS)
+    name: str = Field(min_length=1)
+    description: str = ""
+    character_ids: list[str] = Field(default_factory=list)
+    enabled: bool = True
+    entries: list[EntryIn] = Field(default_factory=list, max_length=5000)
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("id", "name", "description", "character_ids")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _check_storable(value)
+
+
+class BookUpdate(BaseModel):
+    """Changes to a world book's metadata; fields left out (or null) keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1)
+    description: str | None = None
+    character_ids: list[str] | None = None
+    enabled: bool | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _check_storable(value)
+
+    def changes(self) -> dict[str, Any]:
+        """The fields to change (those given and not null)."""
+        return self.model_dump(exclude_none=True)
+
+
+class BatchEntriesIn(BaseModel):
+    """Entries to append to a book in one transaction: all of them or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[EntryIn] = Field(min_length=1, max_length=5000)
+
+
+class AiGenerateIn(BaseModel):
+    """Ask the configured chat model for entries; they are saved only with ``save: true``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: str = Field(default="", max_length=2000, description="Theme or direction to cover")
+    count: int = Field(default=5, ge=1, le=30, description="How many entries to ask for")
+    save: bool = Field(default=False, description="Append the valid entries to the book")
+
+
+class RecentMessage(BaseModel):
+    """One recent chat message for multi-source matching."""
+
+    role: str
+    content: str = ""
+
+
+class TestMatchIn(BaseModel):
+    """Test matching: simple mode (``message``, ``character_id``) or multi-source mode.
+
+    Multi-source mode adds ``recent_messages`` (assistant ones feed ``assistant_recent``, all of
+    them ``history``) and ``scene`` (for ``scene_state`` triggers). ``config`` overrides the
+    recall limits. Nothing is stored and no cooldown is consulted or recorded.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(max_length=100_000)
+    character_id: str | None = None
+    recent_messages: list[RecentMessage] = Field(default_factory=list, max_length=500)
+    scene: dict[str, Any] = Field(default_factory=dict)
+    config: WorldBookRecallConfig | None = None
+
+
+# ---------------------------------------------------------------------------------- responses
+
+
+class WorldBookOut(WorldBook):
+    """A world book with its entries and their count."""
+
+    entry_count: int = 0
+
+    @classmethod
+    def of(cls, book: WorldBook) -> WorldBookOut:
+        """The response form of ``book``."""
+        return cls(**book.model_dump(), entry_count=len(book.entries))
+
+
+class SuccessResponse(BaseModel):
+    """A write that returns nothing else (delete)."""
+
+    success: bool = True
+
+
+class BookResponse(SuccessResponse):
+    """A created or updated world book."""
+
+    world_book: WorldBookOut
+
+
+class EntryResponse(SuccessResponse):
+    """A created or updated entry."""
+
+    entry: WorldBookEntry
+
+
+class EntriesResponse(SuccessResponse):
+    """Entries written in one batch."""
+
+    count: int
+    entries: list[WorldBookEntry]
+
+
+class AiGenerateResponse(SuccessResponse):
+    """Entries the model proposed (valid ones), whether they were saved, and what was rejected."""
+
+    count: int
+    entries: list[WorldBookEntry]
+    saved: bool
+    rejected: list[str] = Field(default_factory=list)
+    model: str = ""
+
+
+class TestMatchItem(BaseModel):
+    """One hit of a test match, in the seed's shape."""
+
+    __test__ = False
+
+    world_book_name: str
+    entry_name: str
+    entry_id: str
+    matched_keywords: list[str]
+    trigger_sources: list[str]
+    score: int
+    content_preview: str
+
+
+class TestMatchResponse(SuccessResponse):
+    """The seed's test-match answer: ``{"success": true, "matches": [...]}``."""
+
+    __test__ = False
+
+    matches: list[TestMatchItem]
+
+
+class HealthCheck(BaseModel):
+    """One dependency's state."""
+
+    ok: bool
+    detail: str = ""
+
+
+class HealthResponse(BaseModel):
+    """``status`` is ``ok`` when every check passed; ``failing`` names the ones that did not."""
+
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, HealthCheck]
+    failing: list[str] = Field(default_factory=list)
+
+
+class ValidationItem(BaseModel):
+    """One problem with the request: where (``loc``) and what (``msg``)."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+    input: Any = None
+
+
+class ErrorResponse(BaseModel):
+    """Every error: one readable line in ``error``; ``detail`` lists fields for a 422."""
+
+    success: Literal[False] = False
+    error: str
+    detail: list[ValidationItem] | str | None = None

@@ -1,0 +1,325 @@
+"""``/api/world-books``: the seed's world-book endpoints (CRUD, entries, ai-generate, test-match).
+
+Reads (GET) and ``test-match`` (read-only: it stores nothing and touches no cooldown) are open;
+every other POST/PUT/DELETE needs the bearer token. ``ai-generate`` needs it even when it does not
+save, because it spends model tokens. Handlers are plain ``def`` so FastAPI runs them in its thread
+pool (the store and the chat model block).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, status
+
+from nekoflow.api.ai_generate import (
+    GenerationReplyError,
+    build_generation_messages,
+    parse_generated_entries,
+)
+from nekoflow.api.deps import StateDep, StoreDep, WriteAuth
+from nekoflow.api.errors import ApiError, conflict, not_found
+from nekoflow.api.schemas import (
+    AiGenerateIn,
+    AiGenerateResponse,
+    BatchEntriesIn,
+    BookCreate,
+    BookIdPath,
+    BookResponse,
+    BookUpdate,
+    EntriesResponse,
+    EntryIdPath,
+    EntryIn,
+    EntryResponse,
+    ErrorResponse,
+    SuccessResponse,
+    TestMatchIn,
+    TestMatchItem,
+    TestMatchResponse,
+    WorldBookOut,
+)
+from nekoflow.errors import InputError
+from nekoflow.llm.base import LLMError, LLMTimeoutError
+from nekoflow.worldbook.matcher import describe_matches
+from nekoflow.worldbook.models import WorldBook, WorldBookEntry, WorldBookRecallContext
+from nekoflow.worldbook.store import WorldBookStore
+
+log = logging.getLogger("nekoflow.api")
+
+router = APIRouter(prefix="/api/world-books", tags=["world-books"])
+
+_E = ErrorResponse
+_READ: dict[int | str, dict[str, Any]] = {404: {"model": _E, "description": "Unknown id"}}
+_WRITE: dict[int | str, dict[str, Any]] = {
+    401: {"model": _E, "description": "Missing or wrong bearer token"},
+    404: {"model": _E, "description": "Unknown id"},
+    503: {"model": _E, "description": "NEKOFLOW_API_TOKEN not configured"},
+}
+_CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": _E, "description": "Id already taken"}}
+_MODEL: dict[int | str, dict[str, Any]] = {
+    502: {"model": _E, "description": "The chat model failed or returned no usable entries"},
+    504: {"model": _E, "description": "The chat model timed out"},
+}
+
+
+def _book_or_404(store: WorldBookStore, book_id: str) -> WorldBook:
+    book = store.get(book_id)
+    if book is None:
+        raise not_found("world book", book_id, "book_id")
+    return book
+
+
+# --------------------------------------------------------------------------------- test-match
+# Declared before the /{book_id} routes so "test-match" is never taken for a book id.
+
+
+@router.post(
+    "/test-match",
+    response_model=TestMatchResponse,
+    summary="Test keyword matching (simple or multi-source mode)",
+)
+def try_match(body: TestMatchIn, store: StoreDep) -> TestMatchResponse:
+    """Run the recall over every stored world book and return the hits in the seed's shape."""
+    context = WorldBookRecallContext(
+        latest_user_message=body.message,
+        recent_messages=[m.model_dump() for m in body.recent_messages],
+        scene=body.scene,
+        character_id=body.character_id or "",
+    )
+    hits = describe_matches(context, store.list_all(), body.character_id or None, body.config)
+    fields = TestMatchItem.model_fields
+    return TestMatchResponse(matches=[TestMatchItem(**{k: hit[k] for k in fields}) for hit in hits])
+
+
+# ---------------------------------------------------------------------------------- books
+
+
+@router.get("", response_model=list[WorldBookOut], summary="List world books")
+def list_world_books(store: StoreDep) -> list[WorldBookOut]:
+    """Every world book with its entries and entry count, in stored order."""
+    return [WorldBookOut.of(b) for b in store.list_all()]
+
+
+@router.post(
+    "",
+    response_model=BookResponse,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[WriteAuth],
+    responses={**_WRITE, **_CONFLICT},
+    summary="Create a world book",
+)
+def create_world_book(body: BookCreate, store: StoreDep) -> BookResponse:
+    """Create a book (and its first entries); 409 when the given id is taken."""
+    if body.id and store.get(body.id) is not None:
+        raise conflict(f"world book {body.id!r} already exists", "id")
+    try:
+        book = store.create(
+            body.name,
+            body.description,
+            body.character_ids,
+            body.enabled,
+            id=body.id or None,
+            entries=body.entries,
+        )
+    except InputError as exc:
+        if exc.field == "id":  # lost a race with another create of the same id
+            raise conflict(str(exc), "id") from exc
+        raise
+    return BookResponse(world_book=WorldBookOut.of(book))
+
+
+@router.get(
+    "/{book_id}", response_model=WorldBookOut, responses=_READ, summary="Get one world book"
+)
+def get_world_book(book_id: BookIdPath, store: StoreDep) -> WorldBookOut:
+    """One world book with its entries."""
+    return WorldBookOut.of(_book_or_404(store, book_id))
+
+
+@router.put(
+    "/{book_id}",
+    response_model=BookResponse,
+    dependencies=[WriteAuth],
+    responses=_WRITE,
+    summary="Update a world book",
+)
+def update_world_book(book_id: BookIdPath, body: BookUpdate, store: StoreDep) -> BookResponse:
+    """Change name, description, character_ids and/or enabled (fields left out keep their value)."""
+    changes = body.changes()
+    if not changes:
+        raise InputError(
+            "no fields to update (name, description, character_ids, enabled)", field="body"
+        )
+    book = store.update(book_id, **changes)
+    if book is None:
+        raise not_found("world book", book_id, "book_id")
+    return BookResponse(world_book=WorldBookOut.of(book))
+
+
+@router.delete(
+    "/{book_id}",
+    response_model=SuccessResponse,
+    dependencies=[WriteAuth],
+    responses=_WRITE,
+    summary="Delete a world book and its entries",
+)
+def delete_world_book(book_id: BookIdPath, store: StoreDep) -> SuccessResponse:
+    """Delete a book with all its entries."""
+    if not store.delete(book_id):
+        raise not_found("world book", book_id, "book_id")
+    return SuccessResponse()
+
+
+# ---------------------------------------------------------------------------------- entries
+
+
+@router.get(
+    "/{book_id}/entries",
+    response_model=list[WorldBookEntry],
+    responses=_READ,
+    summary="List a book's entries",
+)
+def list_entries(book_id: BookIdPath, store: StoreDep) -> list[WorldBookEntry]:
+    """A book's entries in order."""
+    entries = store.list_entries(book_id)
+    if entries is None:
+        raise not_found("world book", book_id, "book_id")
+    return entries
+
+
+@router.post(
+    "/{book_id}/entries",
+    response_model=EntryResponse,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[WriteAuth],
+    responses={**_WRITE, **_CONFLICT},
+    summary="Add an entry",
+)
+def create_entry(book_id: BookIdPath, body: EntryIn, store: StoreDep) -> EntryResponse:
+    """Append one entry (id generated when empty); 409 when its id is taken in this book."""
+    entries = store.list_entries(book_id)
+    if entries is None:
+        raise not_found("world book", book_id, "book_id")
+    if body.id and any(e.id == body.id for e in entries):
+        raise conflict(f"entry {body.id!r} already exists in world book {book_id!r}", "id")
+    try:
+        entry = store.add_entry(book_id, WorldBookEntry.model_validate(body.model_dump()))
+    except InputError as exc:
+        if exc.field == "id":
+            raise conflict(str(exc), "id") from exc
+        raise
+    return EntryResponse(entry=entry)
+
+
+@router.post(
+    "/{book_id}/entries/batch",
+    response_model=EntriesResponse,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[WriteAuth],
+    responses={**_WRITE, **_CONFLICT},
+    summary="Add entries in one transaction",
+)
+def batch_create_entries(
+    book_id: BookIdPath, body: BatchEntriesIn, store: StoreDep
+) -> EntriesResponse:
+    """Append every entry or none: a bad one is a 422 naming it, a taken id a 409."""
+    entries = store.list_entries(book_id)
+    if entries is None:
+        raise not_found("world book", book_id, "book_id")
+    taken = {e.id for e in entries} & {e.id for e in body.entries if e.id}
+    if taken:
+        raise conflict(
+            f"entry id(s) already exist in world book {book_id!r}: {', '.join(sorted(taken))}",
+            "entries",
+        )
+    created = store.batch_add_entries(
+        book_id, [WorldBookEntry.model_validate(e.model_dump()) for e in body.entries]
+    )
+    return EntriesResponse(count=len(created), entries=created)
+
+
+@router.put(
+    "/{book_id}/entries/{entry_id}",
+    response_model=EntryResponse,
+    dependencies=[WriteAuth],
+    responses=_WRITE,
+    summary="Update an entry",
+)
+def update_entry(
+    book_id: BookIdPath, entry_id: EntryIdPath, body: EntryIn, store: StoreDep
+) -> EntryResponse:
+    """Change the fields present in the body (any entry field); the rest keep their value."""
+    changes = body.model_dump(exclude_unset=True)
+    if not changes:
+        raise InputError("no fields to update", field="body")
+    entry = store.update_entry(book_id, entry_id, changes)
+    if entry is None:
+        if store.get(book_id) is None:
+            raise not_found("world book", book_id, "book_id")
+        raise not_found("entry", entry_id, "entry_id")
+    return EntryResponse(entry=entry)
+
+
+@router.delete(
+    "/{book_id}/entries/{entry_id}",
+    response_model=SuccessResponse,
+    dependencies=[WriteAuth],
+    responses=_WRITE,
+    summary="Delete an entry",
+)
+def delete_entry(book_id: BookIdPath, entry_id: EntryIdPath, store: StoreDep) -> SuccessResponse:
+    """Delete one entry."""
+    if not store.delete_entry(book_id, entry_id):
+        if store.get(book_id) is None:
+            raise not_found("world book", book_id, "book_id")
+        raise not_found("entry", entry_id, "entry_id")
+    return SuccessResponse()
+
+
+# ---------------------------------------------------------------------------------- ai-generate
+
+
+@router.post(
+    "/{book_id}/ai-generate",
+    response_model=AiGenerateResponse,
+    dependencies=[WriteAuth],
+    responses={**_WRITE, **_MODEL},
+    summary="Ask the chat model for entries (saved only with save: true)",
+)
+def ai_generate(
+    book_id: BookIdPath, body: AiGenerateIn, store: StoreDep, state: StateDep
+) -> AiGenerateResponse:
+    """Generate entries with the configured chat model and return them for review.
+
+    The reply must be JSON with an ``entries`` list; each entry is validated as a
+    ``WorldBookEntry``. Invalid ones are listed in ``rejected``; when none is valid the answer is
+    502 and nothing is saved. With ``save: true`` the valid entries are appended in one batch.
+    """
+    book = _book_or_404(store, book_id)
+    model = state.model()
+    messages = build_generation_messages(book, topic=body.topic, count=body.count)
+    try:
+        result = model.complete(messages, json_mode=True)
+    except LLMTimeoutError as exc:
+        raise ApiError(504, f"chat model timed out: {exc}") from exc
+    except LLMError as exc:
+        raise ApiError(502, f"chat model failed: {exc}") from exc
+    try:
+        generated = parse_generated_entries(result.text, limit=body.count)
+    except GenerationReplyError as exc:
+        log.warning("ai-generate for %r: %s", book_id, exc)
+        raise ApiError(502, str(exc)) from exc
+    if not generated.entries:
+        reasons = "; ".join(generated.rejected[:5]) or "the entries list is empty"
+        raise ApiError(502, f"model returned no valid entries: {reasons}")
+    entries = generated.entries
+    if body.save:
+        entries = store.batch_add_entries(book_id, entries)
+    return AiGenerateResponse(
+        count=len(entries),
+        entries=entries,
+        saved=body.save,
+        rejected=generated.rejected,
+        model=result.model or getattr(model, "name", ""),
+    )
