@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ class DispatchResult(_Result):
     user_id: str = ""
     group_id: str = ""
     display_name: str = ""
+    sent_at: datetime | None = None
     real_time: dict[str, Any] = Field(default_factory=dict)
 
 

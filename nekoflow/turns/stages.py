@@ -40,6 +40,7 @@ from nekoflow.storage.turns import (
 from nekoflow.turns import store
 from nekoflow.turns.books import BookCache
 from nekoflow.turns.characters import clamp_dimension, initial_relationship, resolve_role
+from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnFailed, TurnNotRunnable
 from nekoflow.turns.models import (
@@ -164,6 +165,7 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             leaf = s.get(Line, save.last_message_id)
             previous = leaf.created_at if leaf is not None else None
         s.commit()
+        sent_at = message_time(req.metadata, run.created_at)
         result = DispatchResult(
             role_id=role.id,
             role_name=role.name,
@@ -172,7 +174,8 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             user_id=req.user_id or ctx.user_id,
             group_id=req.group_id or ctx.group_id,
             display_name=req.sender.display_name if req.sender else "",
-            real_time=real_time_context(previous, run.created_at).to_dict(),
+            sent_at=sent_at,
+            real_time=real_time_context(previous, sent_at).to_dict(),
         )
     store.touch(deps.engine, turn_id, "dispatch", role_id=result.role_id, save_id=result.save_id)
     return _save_result(deps, turn_id, "dispatch", result)
@@ -360,6 +363,7 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             reply_segments=segments,
             role_id=d.role_id,
             display_name=d.role_name,
+            now=d.sent_at,
         )
         result = MemoryBuildResult(
             line_ids=[line.id for line in lines if line.id is not None],
@@ -563,6 +567,7 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
                     reply_segments=[],
                     role_id=d.role_id,
                     display_name=d.role_name,
+                    now=d.sent_at,
                 )
                 s.commit()
         except Exception:  # keeping the line is best effort; failing the turn is not

@@ -131,3 +131,29 @@ def test_skipped_messages_make_no_turn(deps, published) -> None:
     h = submit_turn(deps, "web", web_event("hi"))
     assert h.status() == "skipped" and h.reason == "disabled" and h.wait() == []
     assert published == []
+
+
+def test_real_time_gap_uses_platform_message_times(deps, role) -> None:
+    from nekoflow.storage.turns import TurnStage
+
+    first = submit_turn(deps, "web", {**web_event("早上好"), "metadata": {"time": 1_700_000_000}})
+    run_inline(deps, first.turn_id, sleep=False)
+    later = submit_turn(
+        deps, "web", {**web_event("我回来了"), "metadata": {"time": 1_700_000_000 + 3 * 86400}}
+    )
+    run_inline(deps, later.turn_id, sleep=False)
+    with Session(deps.engine) as s:
+        d1 = s.get(TurnStage, (first.turn_id, "dispatch")).result
+        d2 = s.get(TurnStage, (later.turn_id, "dispatch")).result
+        review = s.get(TurnStage, (later.turn_id, "review")).result
+        prompt = s.get(TurnStage, (later.turn_id, "before_turn")).result["system_prompt"]
+        mems = s.exec(select(MemoryRecord)).all()
+    assert d1["real_time"]["continuity_level"] == "first_contact"
+    assert d2["real_time"] == {
+        "continuity_level": "days",
+        "elapsed_seconds": 259200.0,
+        "elapsed_label": "3天",
+    }
+    assert review["relationship_delta"]["familiarity"] == 2 and review["should_write_memory"]
+    assert "距离上次对话已经过去3天" in prompt
+    assert [m.content.splitlines()[0] for m in mems] == ["现实时间间隔:3天"]
