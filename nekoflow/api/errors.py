@@ -114,13 +114,12 @@ async def _pydantic_validation(_: Request, exc: Exception) -> JSONResponse:
 async def _input_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, InputError)
     field = exc.field or "body"
-    detail = [{"loc": ["body", *field.split(".")], "msg": str(exc), "type": "input_error"}]
+    loc = ["body"] if field == "body" else ["body", *field.split(".")]
+    message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
+    detail = [{"loc": loc, "msg": str(exc), "type": "input_error"}]
     if isinstance(exc, WorldBookDataError):
-        detail = [
-            {"loc": ["body", field], "msg": problem, "type": "input_error"}
-            for problem in exc.problems
-        ]
-    return JSONResponse(status_code=422, content=error_body(str(exc), detail))
+        detail = [{"loc": loc, "msg": problem, "type": "input_error"} for problem in exc.problems]
+    return JSONResponse(status_code=422, content=error_body(message, detail))
 
 
 async def _book_not_found(_: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,141 @@
+"""Fixtures for API tests: the real app on the test database (SQLite and PostgreSQL) and Redis.
+
+``client`` is a TestClient of ``create_app`` with the ``engine`` fixture, the real test Redis
+(also the Celery broker) and a configured bearer token; ``auth`` holds its header.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from pytest_httpserver import HTTPServer
+from sqlalchemy.engine import Engine
+
+from nekoflow.api import create_app
+from nekoflow.llm import ChatModel, OpenAIChatModel
+from nekoflow.settings import Settings
+
+TOKEN = "test-token-0123456789"
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    """The Authorization header the test app accepts."""
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def api_settings(settings: Settings, redis_url: str) -> Settings:
+    """Test database + test Redis (also the broker), with the API token set."""
+    return settings.model_copy(
+        update={"api_token": SecretStr(TOKEN), "broker_url": redis_url, "redis_url": redis_url}
+    )
+
+
+@pytest.fixture
+def make_client(
+    api_settings: Settings, engine: Engine, redis_client: redis.Redis
+) -> Iterator[Callable[..., TestClient]]:
+    """Build a TestClient for an app on the test engine/Redis; keyword args override settings."""
+    clients: list[TestClient] = []
+
+    def build(*, chat_model: ChatModel | None = None, **overrides: Any) -> TestClient:
+        settings = api_settings.model_copy(update=overrides) if overrides else api_settings
+        app = create_app(settings, engine=engine, redis_client=redis_client, chat_model=chat_model)
+        client = TestClient(app)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield build
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    """The test app with default test settings."""
+    return make_client()
+
+
+# ------------------------------------------------------------------ a loopback OpenAI server
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def completion(content: str, model: str = "loopback-model") -> dict[str, Any]:
+    """An OpenAI chat-completions response body whose reply is ``content``."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
+    }
+
+
+GENERATED = {
+    "entries": [
+        {
+            "name": "火种仪式",
+            "keywords": ["火种", "仪式"],
+            "content": "火种仪式是翁法罗斯每个循环开始时的典礼。",
+            "match_mode": "any",
+            "priority": 60,
+            "entry_type": "event",
+            "trigger_sources": ["user", "history"],
+            "tags": ["翁法罗斯"],
+        },
+        {
+            "name": "观星塔",
+            "keywords": "观星塔, 星图",
+            "content": "观星塔在白塔之顶,可以看到整片星海。",
+            "priority": 40,
+            "entry_type": "location",
+            "comment": "an unknown key the model added",
+        },
+    ]
+}
+
+
+@pytest.fixture
+def llm_server(httpserver: HTTPServer) -> HTTPServer:
+    """pytest-httpserver speaking chat-completions; tests register the reply."""
+    return httpserver
+
+
+@pytest.fixture
+def openai_model(llm_server: HTTPServer) -> OpenAIChatModel:
+    """An OpenAIChatModel talking to :func:`llm_server` (short timeouts)."""
+    return OpenAIChatModel(
+        base_url=llm_server.url_for("/v1"), model="loopback-model", timeout=5, connect_timeout=2
+    )
+
+
+@pytest.fixture
+def llm_reply(llm_server: HTTPServer) -> Callable[[str], None]:
+    """Make every chat-completions call to the loopback server answer the given text."""
+
+    def reply(content: str) -> None:
+        llm_server.expect_request(CHAT_PATH, method="POST").respond_with_json(completion(content))
+
+    return reply
+
+
+@pytest.fixture
+def generated_json() -> str:
+    """A model reply with two valid entries (one with a keywords string and an unknown key)."""
+    return json.dumps(GENERATED, ensure_ascii=False)
