@@ -6,6 +6,8 @@ Any failure (the call, the JSON, the validation) raises :class:`LLMReviewError` 
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import math
 import re
@@ -14,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nekoflow.errors import NekoflowError
-from nekoflow.llm.base import ChatModel, LLMError
+from nekoflow.llm.base import ChatModel
 from nekoflow.review.models import (
     RELATIONSHIP_DIMENSIONS,
     ReviewInput,
@@ -163,10 +165,68 @@ def parse_review(text: str) -> ReviewOutput:
     return output
 
 
-def run_llm_review(inp: ReviewInput, llm: ChatModel) -> ReviewOutput:
-    """Ask ``llm`` to review ``inp``; raise :class:`LLMReviewError` with the reason on failure."""
+def is_chat_model_like(llm: object) -> bool:
+    """Can :func:`run_llm_review` talk to ``llm``? (``complete``, ``chat`` or a plain callable)."""
+    return (
+        callable(getattr(llm, "complete", None))
+        or callable(getattr(llm, "chat", None))
+        or callable(llm)
+    )
+
+
+def _call(llm: Any, messages: list[dict[str, str]]) -> Any:
+    """Call a ChatModel (``complete``), a seed-style ``chat(messages)`` client or a callable."""
+    complete = getattr(llm, "complete", None)
+    if callable(complete):
+        result = complete(messages, temperature=0.0, json_mode=True)
+    elif callable(getattr(llm, "chat", None)):
+        result = llm.chat(messages)
+    elif callable(llm):
+        result = llm(messages)
+    else:
+        raise LLMReviewError(f"llm: {type(llm).__name__} has no complete() or chat() method")
+    if inspect.isawaitable(result):  # the seed's ``await llm.chat(prompt)``
+        result = _await(result)
+    return result
+
+
+def _await(awaitable: Any) -> Any:
+    async def wait() -> Any:
+        return await awaitable
+
     try:
-        result = llm.complete(build_messages(inp), temperature=0.0, json_mode=True)
-    except LLMError as exc:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()  # a coroutine that will never run: close it rather than leak a warning
+    raise LLMReviewError("llm returned an awaitable inside a running event loop")
+
+
+def _reply_text(result: Any) -> str | dict[str, Any]:
+    """The reply text (or an already-parsed JSON object) from whatever the model returned."""
+    if isinstance(result, str | dict):
+        return result
+    for attr in ("text", "content"):
+        value = getattr(result, attr, None)
+        if isinstance(value, str):
+            return value
+    raise LLMReviewError(f"LLM returned {type(result).__name__}, not text")
+
+
+def run_llm_review(inp: ReviewInput, llm: ChatModel | Any) -> ReviewOutput:
+    """Ask ``llm`` to review ``inp``; raise :class:`LLMReviewError` with the reason on failure.
+
+    ``llm`` is a :class:`ChatModel`; an object with ``chat(messages)`` (sync or async) or a plain
+    callable taking the messages works too. It may return a ChatResult, text or a parsed dict.
+    """
+    try:
+        reply = _reply_text(_call(llm, build_messages(inp)))
+    except LLMReviewError:
+        raise
+    except Exception as exc:  # LLMError and anything a duck-typed client raises
         raise LLMReviewError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
-    return parse_review(result.text)
+    if isinstance(reply, dict):
+        return parse_review(json.dumps(reply, ensure_ascii=False, default=str))
+    return parse_review(reply)

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
 )
 
@@ -126,6 +127,8 @@ class ReviewInput(_Model):
 
     ``ai_reply`` is accepted as an alias of ``assistant_message`` (the seed uses both);
     ``selected_choice["level"]`` and ``real_time_context["continuity_level"]`` are validated.
+    ``real_time_context`` may also be a :class:`RealTimeContext`; None for any of the optional
+    dict/list fields means empty.
     """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -154,6 +157,23 @@ class ReviewInput(_Model):
         # Platform ids are often numbers (QQ uin, Telegram chat id); store them as text.
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
+    @field_validator(
+        "recent_messages",
+        "relationship_state",
+        "character_state",
+        "world_context",
+        "tool_calls",
+        "turn_context",
+        mode="before",
+    )
+    @classmethod
+    def _none_is_empty(cls, v: Any, info: ValidationInfo) -> Any:
+        # Callers pass optional turn-context parts straight through (the seed's
+        # ``real_time_context=turn_context.real_time_context``); None means "nothing known".
+        if v is None:
+            return [] if info.field_name in ("recent_messages", "tool_calls") else {}
+        return v
+
     @field_validator("selected_choice")
     @classmethod
     def _check_choice(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -172,8 +192,10 @@ class ReviewInput(_Model):
     @field_validator("real_time_context", mode="before")
     @classmethod
     def _check_time(cls, v: Any) -> Any:
+        if v is None:
+            return {}
         if isinstance(v, BaseModel):
-            v = v.model_dump()
+            v = v.model_dump(mode="json")
         if isinstance(v, dict):
             level = v.get("continuity_level")
             if level is not None and level not in ContinuityLevel.__members__:

@@ -3,6 +3,7 @@
 Events, in order: review.started, review.memory.scored, review.relationship.scored,
 review.plot.scored, review.finished. LLM mode falls back to the rule review on any failure and
 records why in ``ReviewOutput.fallback_reason``; its quality scores feed the AutoState cache.
+Observers never break a review: a bus or AutoState store that raises is logged and ignored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from nekoflow.errors import ConfigError
 from nekoflow.events import Event, EventBus, NullEventBus
 from nekoflow.llm.base import ChatModel
 from nekoflow.review.autostate import AutoStateCache, process_autostate
-from nekoflow.review.llm_review import LLMReviewError, run_llm_review
+from nekoflow.review.llm_review import LLMReviewError, is_chat_model_like, run_llm_review
 from nekoflow.review.models import ReviewInput, ReviewOutput
 from nekoflow.review.rules import ReviewKeywords, run_rule_review, total_delta
 
@@ -46,8 +47,14 @@ class ReviewPipeline:
             raise ConfigError(f"mode: must be 'rule' or 'llm', got {mode!r}", field="mode")
         if event_bus is not None and not callable(getattr(event_bus, "emit", None)):
             raise ConfigError("event_bus: needs an emit(event) method", field="event_bus")
+        if llm is not None and not is_chat_model_like(llm):
+            raise ConfigError(
+                "llm: needs a complete(messages, ...) or chat(messages) method, or to be callable",
+                field="llm",
+            )
         self.mode = mode
-        self.event_bus: EventBus = event_bus or NullEventBus()
+        # ``is not None``: a bus that happens to be falsy (empty, __len__ 0) is still a bus.
+        self.event_bus: EventBus = event_bus if event_bus is not None else NullEventBus()
         self._llm = llm
         self.autostate: AutoStateCache = autostate if autostate is not None else process_autostate()
         self.keywords = keywords
@@ -63,32 +70,43 @@ class ReviewPipeline:
         return self._llm
 
     def _emit(self, inp: ReviewInput, event_type: str, payload: dict[str, Any]) -> None:
-        self.event_bus.emit(
-            Event(
-                type=event_type,
-                source=EVENT_SOURCE,
-                conversation_id=inp.conversation_id or None,
-                character_id=inp.character_id or None,
-                user_id=inp.user_id or None,
-                group_id=inp.group_id or None,
-                payload=payload,
-            )
+        """Emit one event; a failing bus is logged, never raised into the review."""
+        event = Event(
+            type=event_type,
+            source=EVENT_SOURCE,
+            conversation_id=inp.conversation_id or None,
+            character_id=inp.character_id or None,
+            user_id=inp.user_id or None,
+            group_id=inp.group_id or None,
+            payload=payload,
         )
+        try:
+            self.event_bus.emit(event)
+        except Exception:
+            log.exception("event bus %r failed on %s", self.event_bus, event_type)
 
     def _review(self, inp: ReviewInput) -> ReviewOutput:
         if self.mode == "rule":
             return run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
         try:
             output = run_llm_review(inp, self.llm)
-        except LLMReviewError as exc:
-            log.warning("LLM review fell back to rules: %s", exc.reason)
+        except Exception as exc:  # any failure (model setup, call, parsing) → rule review
+            reason = (
+                exc.reason
+                if isinstance(exc, LLMReviewError)
+                else f"LLM review failed: {type(exc).__name__}: {exc}"
+            )
+            log.warning("LLM review fell back to rules: %s", reason)
             output = run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
-            output.fallback_reason = exc.reason
+            output.fallback_reason = reason
             return output
         if output.scores is not None:
-            self.autostate.set(
-                inp.character_id, inp.user_id, inp.conversation_id, output.scores.model_dump()
-            )
+            try:
+                self.autostate.set(
+                    inp.character_id, inp.user_id, inp.conversation_id, output.scores.model_dump()
+                )
+            except Exception:
+                log.exception("could not store AutoState quality scores")
         return output
 
     def run(self, inp: ReviewInput | dict[str, Any]) -> ReviewOutput:

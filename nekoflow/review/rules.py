@@ -6,6 +6,7 @@ which text each keyword list reads, the exact increments, thresholds and caps.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cached_property
 
@@ -23,6 +24,8 @@ from nekoflow.review.models import (
     ReviewScore,
     WorldBookUpdate,
 )
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TRUST = "谢谢|感谢|信任|放心|我相信你|靠你|我懂了|我明白了|承诺|约定"
 DEFAULT_AFFECTION = "喜欢|爱|想你|好想|亲爱|宝贝|心动|感动|暖|我爱"
@@ -256,7 +259,10 @@ def scores(
     level = inp.choice_level
     quality: dict[str, float] = {}
     if autostate is not None:
-        quality = autostate.get(inp.character_id, inp.user_id, inp.conversation_id) or {}
+        try:
+            quality = autostate.get(inp.character_id, inp.user_id, inp.conversation_id) or {}
+        except Exception:  # an unreachable cache means "no evaluation yet", not a failed review
+            log.warning("AutoState unavailable; quality scores default to 0.0", exc_info=True)
     return ReviewScore(
         memory_value=value,
         story_progress=STORY_PROGRESS.get(level or "", STORY_PROGRESS_NONE),
