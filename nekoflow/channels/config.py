@@ -5,8 +5,9 @@
 ``trigger_keywords`` (comma-separated; the full-width ``，`` also separates),
 ``legacy_prompt_enabled`` and ``default_character_id``. A known channel whose section is absent
 gets the seed's defaults (:data:`CHANNEL_DEFAULTS`); ``enabled`` is never defaulted, so an absent
-section follows ``default_enabled``. The seed's table and its config.ini example disagree on QQ
-(table: group, example: group_user); the example wins: ``qq`` defaults to ``group_user``.
+section follows ``default_enabled``. The defaults are the seed's channel table (QQ: group in groups,
+user in private chats); ``memory_scope = group_user`` in the seed's config.ini example is a
+configuration choice that, when configured, wins over that default.
 Unknown keys, triggers, scopes and bad booleans are :class:`ConfigError` naming section and key.
 """
 
@@ -35,7 +36,7 @@ class ChannelDefaults(NamedTuple):
 
 CHANNEL_DEFAULTS: dict[str, ChannelDefaults] = {
     "web": ChannelDefaults(TriggerStrategy.always, MemoryScope.conversation),
-    "qq": ChannelDefaults(TriggerStrategy.mention_or_private, MemoryScope.group_user),
+    "qq": ChannelDefaults(TriggerStrategy.mention_or_private, MemoryScope.group),
     "qqbot": ChannelDefaults(TriggerStrategy.mention_or_private, MemoryScope.group),
     "feishu": ChannelDefaults(TriggerStrategy.always, MemoryScope.group),
     "telegram": ChannelDefaults(TriggerStrategy.private_or_reply, MemoryScope.group),

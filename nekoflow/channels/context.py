@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from nekoflow.errors import InputError
 
 # Scenes in which the bot talks with exactly one person: triggers treat them as private chats
 # and memory scopes group/group_user fall back to user there.
@@ -62,7 +71,9 @@ class ChannelRuntimeContext(_PositionalModel):
     """Which channel and conversation one message belongs to (seed ``ChannelRuntimeContext``).
 
     ``channel`` selects the configuration (qq/qqbot/telegram/feishu/web); ``scene`` (private,
-    group, thread, web_session) drives triggers and memory scopes. Ids given as ints become str.
+    group, thread, web_session) drives triggers and memory scopes. Ids given as ints become str;
+    None for a text field means "" and None metadata means {} (``build_scope_id`` then applies
+    its fallbacks).
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, validate_assignment=True)
@@ -78,10 +89,28 @@ class ChannelRuntimeContext(_PositionalModel):
     raw_event_id: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_empty(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = {k: ({} if k == "metadata" else "") if v is None else v for k, v in data.items()}
+        return data
+
     @property
     def is_private(self) -> bool:
         """True in a one-to-one chat (scene ``private`` or ``web_session``)."""
         return self.scene in PRIVATE_SCENES
+
+    def to_dict(self) -> dict[str, Any]:
+        """The context as a plain dict (the seed's serialisation)."""
+        return self.model_dump()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChannelRuntimeContext:
+        """Rebuild a context from :meth:`to_dict` output (missing scene → ``private``)."""
+        return cls.model_validate(
+            {"channel": "", "conversation_id": "", "scene": "private", **data}
+        )
 
 
 class ChannelRenderPolicy(_PositionalModel):
@@ -101,28 +130,47 @@ class ChannelRenderPolicy(_PositionalModel):
     max_text_length: int | None = Field(default=None, ge=1)
     split_strategy: str = "paragraph"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as a plain dict (the seed's serialisation)."""
+        return self.model_dump()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChannelRenderPolicy:
+        """Rebuild a policy from :meth:`to_dict` output (missing keys take the defaults)."""
+        return cls.model_validate(dict(data))
+
 
 class _MappingAccess(BaseModel):
-    """Lets callers that treat these small records as dicts read them with ``[]`` and ``get``."""
+    """Lets callers that treat these records as dicts (as the seed's adapters return them) read
+    them with ``[]``, ``get`` and ``in``."""
+
+    def _has_key(self, key: object) -> bool:
+        return isinstance(key, str) and (
+            key in type(self).model_fields or key in (self.model_extra or {})
+        )
 
     def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
+        if not self._has_key(key):
             raise KeyError(key)
         return getattr(self, key)
 
+    def __contains__(self, key: object) -> bool:
+        return self._has_key(key)
+
     def get(self, key: str, default: Any = None) -> Any:
         """The field's value, or ``default`` for a name that is not a field."""
-        return getattr(self, key) if key in type(self).model_fields else default
+        return getattr(self, key) if self._has_key(key) else default
 
 
 class Attachment(_MappingAccess):
     """One non-text part of a message: an image, a file, audio, video or a sticker.
 
     ``url`` is a download address when the platform gives one; ``file_id`` is the platform's own
-    handle (OneBot ``file``, Telegram ``file_id``, Feishu ``image_key``/``file_key``).
+    handle (OneBot ``file``, Telegram ``file_id``, Feishu ``image_key``/``file_key``). Other keys
+    a platform or caller adds (``source``, ``file``…) are kept as extra fields.
     """
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
 
     type: str
     url: str | None = None
@@ -133,7 +181,11 @@ class Attachment(_MappingAccess):
 
 
 class ChatSender(_MappingAccess):
-    """Who sent a message: platform user id, the name to show, group role, bot flag."""
+    """Who sent a message: platform user id, the name to show, group role, bot flag.
+
+    The seed's requests carry the sender as a plain name, so a sender also compares equal to the
+    string of its ``display_name`` and ``str(sender)`` is that name.
+    """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
@@ -142,13 +194,24 @@ class ChatSender(_MappingAccess):
     role: str | None = None
     is_bot: bool = False
 
+    def __str__(self) -> str:
+        return self.display_name
 
-class ChatRequest(BaseModel):
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self.display_name == other
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ChatRequest(_MappingAccess):
     """One chat message, parsed from a platform event by an adapter's ``parse_event``.
 
     ``is_mentioned``, ``is_reply_to_bot`` and ``character_mode`` are None when the source does
     not say; adapters set them and mirror them into ``metadata`` (seed "触发数据来源").
-    ``sender`` also accepts a plain display-name string.
+    ``sender`` also accepts a plain display-name string. Fields read as attributes or, like the
+    seed's dict results, as ``request["content"]`` / ``request.get("metadata")``.
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, validate_assignment=True)
@@ -177,6 +240,31 @@ class ChatRequest(BaseModel):
         if isinstance(value, str):
             return ChatSender(display_name=value)
         return value
+
+
+def as_runtime_context(context: Any) -> ChannelRuntimeContext:
+    """``context`` as a :class:`ChannelRuntimeContext`: models pass through; a dict or any object
+    with the same attribute names (e.g. ``SimpleNamespace``) is read field by field, missing
+    fields counting as empty. None or a value of the wrong type is an ``InputError``."""
+    if isinstance(context, ChannelRuntimeContext):
+        return context
+    if context is None or isinstance(context, str | bytes | int | float):
+        raise InputError(
+            f"context must be a ChannelRuntimeContext, got {type(context).__name__}",
+            field="context",
+        )
+    if isinstance(context, Mapping):
+        data = {k: context.get(k) for k in ChannelRuntimeContext.model_fields}
+    else:
+        data = {k: getattr(context, k, None) for k in ChannelRuntimeContext.model_fields}
+    if not isinstance(data["metadata"], Mapping):
+        data["metadata"] = {}
+    try:
+        return ChannelRuntimeContext.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "context"
+        raise InputError(f"context.{where}: {first['msg']}", field=f"context.{where}") from exc
 
 
 def request_field(chat_request: Any, key: str, default: Any = None) -> Any:

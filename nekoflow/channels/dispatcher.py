@@ -29,6 +29,7 @@ from nekoflow.channels.context import (
     ChannelRuntimeContext,
     MemoryScope,
     TriggerStrategy,
+    as_runtime_context,
     context_from_request,
     request_field,
 )
@@ -47,6 +48,7 @@ def build_scope_id(context: ChannelRuntimeContext, memory_scope: str | None) -> 
     ``unknown_conversation``; group/group_user without a group id and thread without a thread id
     use the conversation id; an unknown (or empty) scope is ``conversation``.
     """
+    context = as_runtime_context(context)
     channel = _part(context.channel, "unknown")
     conversation = _part(context.conversation_id, "unknown_conversation")
     user = _part(context.user_id, "anonymous")
@@ -93,9 +95,18 @@ class CharacterRuntimeContextDispatcher:
 
     ``config`` is what :func:`load_runtime_config` returns, SPEC's plain mapping, a
     ConfigParser, or None (seed defaults: enabled everywhere, built-in per-channel triggers).
+    ``runtime`` (keyword only, as the seed's dispatcher takes it) is kept as ``self.runtime`` for
+    callers that hang the character runtime on the dispatcher; no decision here uses it.
+    Contexts may be :class:`ChannelRuntimeContext` or any dict/object with its field names.
     """
 
-    def __init__(self, config: RuntimeConfig | Mapping[str, Any] | ConfigParser | None = None):
+    def __init__(
+        self,
+        config: RuntimeConfig | Mapping[str, Any] | ConfigParser | None = None,
+        *,
+        runtime: Any = None,
+    ):
+        self.runtime = runtime
         if config is None:
             self.config = RuntimeConfig()
         elif isinstance(config, RuntimeConfig):
@@ -109,6 +120,7 @@ class CharacterRuntimeContextDispatcher:
 
     def is_enabled(self, ctx: ChannelRuntimeContext) -> bool:
         """The channel's ``enabled`` when set, else the global ``default_enabled``."""
+        ctx = as_runtime_context(ctx)
         enabled = self.config.channel(_part(ctx.channel, "unknown")).enabled
         if enabled is not None:
             return enabled
@@ -116,6 +128,7 @@ class CharacterRuntimeContextDispatcher:
 
     def get_trigger(self, ctx: ChannelRuntimeContext) -> str:
         """The channel's configured trigger, else its built-in default, else the fallback."""
+        ctx = as_runtime_context(ctx)
         channel = _part(ctx.channel, "unknown")
         configured = self.config.channel(channel).trigger
         if configured is not None:
@@ -126,6 +139,7 @@ class CharacterRuntimeContextDispatcher:
     def resolve_memory_scope(self, ctx: ChannelRuntimeContext, adapter: Any = None) -> str:
         """Configured scope, else the adapter's, else the channel default; private chats turn
         group and group_user into user."""
+        ctx = as_runtime_context(ctx)
         channel = _part(ctx.channel, "unknown")
         scope: str | None = None
         configured = self.config.channel(channel).memory_scope
@@ -148,6 +162,7 @@ class CharacterRuntimeContextDispatcher:
     def select_character_id(self, ctx: ChannelRuntimeContext, adapter: Any = None) -> str | None:
         """The adapter's choice, else the channel's ``default_character_id``, else the global
         ``default_character_id`` (None: the currently active character)."""
+        ctx = as_runtime_context(ctx)
         if adapter is not None and callable(getattr(adapter, "select_character_id", None)):
             chosen = adapter.select_character_id(ctx)
             if chosen not in (None, ""):
@@ -171,6 +186,7 @@ class CharacterRuntimeContextDispatcher:
 
     def _should_trigger(self, trigger: str, ctx: ChannelRuntimeContext, chat_request: Any) -> bool:
         """Whether ``trigger`` lets this message in (see the module docstring)."""
+        ctx = as_runtime_context(ctx)
         private = ctx.is_private
         if trigger == TriggerStrategy.always:
             return True

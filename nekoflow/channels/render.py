@@ -1,4 +1,5 @@
-"""Reply rendering for channels: take only the reply text, strip Markdown, split long text.
+"""Reply rendering for channels: take only the reply text and split long text (and an optional
+Markdown-to-plain-text helper, :func:`strip_markdown`, that rendering does not apply by itself).
 
 ``split_text`` cuts text longer than a channel's ``max_text_length`` at the last paragraph break
 that fits, else the last line break, else the last sentence end (Chinese 。！？… anywhere; Latin
@@ -223,14 +224,15 @@ def result_text(result: Any) -> str:
 def render_text(result: Any, policy: ChannelRenderPolicy) -> list[dict[str, Any]]:
     """Render a turn result for a channel: ``[{"type": "text", "content": chunk}, …]``.
 
-    Markdown is stripped when the policy does not support it, then the text is split at
-    ``policy.max_text_length`` with :func:`split_text`. Empty text gives [].
+    The text is split at ``policy.max_text_length`` with :func:`split_text` and otherwise sent
+    as written: no text is lost (SPEC), so Markdown-looking characters stay even where the
+    channel shows them literally — role-play replies use ``*动作*`` and ``~~`` as plain text, and
+    a reply such as ``#`` must not vanish. Callers that want plain text for a channel without
+    Markdown apply :func:`strip_markdown` themselves. Empty text gives [].
     """
     text = result_text(result)
     if not text.strip():
         return []
-    if not policy.supports_markdown:
-        text = strip_markdown(text)
     return [
         {"type": "text", "content": chunk} for chunk in split_text(text, policy.max_text_length)
     ]

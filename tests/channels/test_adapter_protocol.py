@@ -55,10 +55,11 @@ def test_qq_render_policy() -> None:
     assert policy.max_text_length == 4500
 
 
-def test_qq_memory_scope_group_user_in_groups() -> None:
+def test_qq_memory_scope_group_in_groups() -> None:
+    # The seed's channel table: QQ defaults to group (群) / user (私); config may pick group_user.
     assert (
         QQChannelAdapter().resolve_memory_scope(ChannelRuntimeContext("qq", "g1", "group"))
-        == "group_user"
+        == "group"
     )
 
 

@@ -75,7 +75,7 @@ def test_absent_sections_get_seed_defaults_and_follow_default_enabled(tmp_path: 
         section = config.channel(name)
         assert (section.trigger, section.memory_scope) == defaults
         assert section.enabled is None
-    assert config.channel("qq").memory_scope == "group_user"  # the config.ini example wins
+    assert config.channel("qq").memory_scope == "group"  # the seed's channel table
     assert config.channel("web").trigger == "always"
     assert config.character_runtime.default_character_id == "neko"
     dispatcher = CharacterRuntimeContextDispatcher(config)

@@ -104,12 +104,12 @@ def test_long_reply_is_split_at_the_channel_limit() -> None:
     assert len(web) == 1
 
 
-def test_markdown_stripped_only_where_unsupported() -> None:
-    text = "# 标题\n**重点**和[链接](https://example.com)"
-    qq = QQChannelAdapter().render_result(text, QQ_CTX)[0]["content"]
-    assert qq == "标题\n重点和链接 (https://example.com)"
-    telegram = TelegramChannelAdapter().render_result(text, QQ_CTX)[0]["content"]
-    assert telegram == text
+def test_render_sends_text_as_written_even_without_markdown_support() -> None:
+    # SPEC: no text lost. Role-play replies use *动作* and ~~ as plain text on QQ.
+    text = "# 标题\n*摇尾巴* 喵~~主人~~ [链接](https://example.com)"
+    for adapter in (QQChannelAdapter(), QQBotChannelAdapter(), TelegramChannelAdapter()):
+        assert adapter.render_result(text, QQ_CTX) == [{"type": "text", "content": text}]
+    assert QQChannelAdapter().render_result("#", QQ_CTX) == [{"type": "text", "content": "#"}]
 
 
 # --- split_text ---------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ def test_adapter_scope_used_when_not_configured() -> None:
 
 def test_channel_default_scope_without_config_or_adapter() -> None:
     d = CharacterRuntimeContextDispatcher()
-    assert d.resolve_memory_scope(GROUP) == "group_user"
+    assert d.resolve_memory_scope(GROUP) == "group"
     assert d.resolve_memory_scope(ctx(channel="telegram")) == "group"
     assert d.resolve_memory_scope(ctx(channel="web", scene="web_session")) == "conversation"
     assert d.resolve_memory_scope(ctx(channel="matrix")) == "conversation"
@@ -340,9 +340,13 @@ def test_dispatch_accepts_mentioned_qq_group_message() -> None:
     assert isinstance(decision, DispatchDecision)
     assert decision.accepted and decision.reason is None
     assert decision.trigger == "mention_or_private"
-    assert decision.memory_scope == "group_user"
-    assert decision.scope_id == "qq:group:99:user:7"
+    assert decision.memory_scope == "group"  # the seed's channel table
+    assert decision.scope_id == "qq:group:99"
     assert decision.context.scene == "group"
+    # the seed's config.ini example chooses group_user for QQ, and configuration wins
+    configured = dispatcher({"qq": {"memory_scope": "group_user"}}).dispatch(request, adapter)
+    assert configured.memory_scope == "group_user"
+    assert configured.scope_id == "qq:group:99:user:7"
 
 
 def test_dispatch_skips_unmentioned_group_message_with_reason() -> None:
@@ -352,7 +356,7 @@ def test_dispatch_skips_unmentioned_group_message_with_reason() -> None:
     )
     assert not decision.accepted
     assert decision.reason == SkipReason.not_triggered
-    assert decision.scope_id == "qq:group:99:user:7"
+    assert decision.scope_id == "qq:group:99"
 
 
 def test_dispatch_skips_disabled_channel_before_trigger() -> None:
@@ -408,7 +412,7 @@ def test_dispatch_without_adapter_reads_plain_request() -> None:
     )
     decision = CharacterRuntimeContextDispatcher().dispatch(request)
     assert decision.accepted
-    assert decision.scope_id == "qq:group:c9:user:u9"
+    assert decision.scope_id == "qq:group:c9"
 
 
 def test_dispatch_rejects_none() -> None:

@@ -6,6 +6,7 @@ A platform adapter subclasses :class:`BaseChannelAdapter`, sets ``channel_name``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -19,9 +20,18 @@ from nekoflow.channels.context import (
     ChatSender,
     MemoryScope,
     context_from_request,
+    request_field,
 )
 from nekoflow.channels.errors import MalformedEventError
 from nekoflow.channels.render import render_text
+
+
+def _first_text(meta: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    for key in keys:
+        value = meta.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return ""
 
 
 class BaseChannelAdapter:
@@ -30,6 +40,11 @@ class BaseChannelAdapter:
     channel_name: ClassVar[str] = ""
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy()
     group_memory_scope: ClassVar[str] = MemoryScope.group.value
+    #: Metadata keys holding the platform's chat type, and the chat types that are private chats.
+    chat_type_keys: ClassVar[tuple[str, ...]] = ("chat_type",)
+    private_chat_types: ClassVar[frozenset[str]] = frozenset({"private"})
+    #: Metadata keys holding the chat id, used as the group id of a group chat lacking one.
+    chat_id_keys: ClassVar[tuple[str, ...]] = ("chat_id",)
 
     # --- input ---------------------------------------------------------------------------
 
@@ -98,8 +113,26 @@ class BaseChannelAdapter:
     # --- CharacterChannelAdapter ---------------------------------------------------------
 
     def build_runtime_context(self, chat_request: Any) -> ChannelRuntimeContext:
-        """The runtime context of a request (ChatRequest, plain object or dict)."""
-        return context_from_request(chat_request, channel=self.channel_name)
+        """The runtime context of a request (ChatRequest, plain object or dict).
+
+        A request that names no scene is placed by the platform's chat type in its metadata
+        (``chat_type_keys``, as the seed's adapters record it, e.g. ``telegram_chat_type``), then
+        by whether it has a group id; a group without a group id takes it from ``chat_id_keys``.
+        """
+        metadata = request_field(chat_request, "metadata")
+        meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
+        chat_type = _first_text(meta, self.chat_type_keys)
+        default_scene = None
+        if chat_type:
+            default_scene = "private" if chat_type in self.private_chat_types else "group"
+        context = context_from_request(
+            chat_request, channel=self.channel_name, default_scene=default_scene
+        )
+        if context.scene == "group" and not context.group_id:
+            group_id = _first_text(meta, self.chat_id_keys)
+            if group_id:
+                context.group_id = group_id
+        return context
 
     def get_render_policy(
         self, context: ChannelRuntimeContext | None = None
@@ -124,7 +157,7 @@ class BaseChannelAdapter:
         """Reply messages ``[{"type": "text", "content": …}]`` for ``result``'s text only.
 
         Accepts an object with ``.text``, a dict with ``"text"`` or a str; never reads any other
-        field (the prompt never leaks). Markdown is stripped when the channel cannot show it;
-        long text is split at the channel's max_text_length (see ``nekoflow.channels.render``).
+        field (the prompt never leaks). The text is sent as written; long text is split at the
+        channel's max_text_length with nothing lost (see ``nekoflow.channels.render``).
         """
         return render_text(result, self.get_render_policy(context))

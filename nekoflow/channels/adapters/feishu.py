@@ -27,6 +27,9 @@ class FeishuChannelAdapter(BaseChannelAdapter):
     """Feishu (Lark) bot; ``bot_open_id`` is the bot's open_id, used for mention detection."""
 
     channel_name: ClassVar[str] = "feishu"
+    chat_type_keys: ClassVar[tuple[str, ...]] = ("feishu_chat_type", "chat_type")
+    private_chat_types: ClassVar[frozenset[str]] = frozenset({"p2p", "private"})
+    chat_id_keys: ClassVar[tuple[str, ...]] = ("feishu_chat_id", "chat_id")
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=True,
         supports_image=True,

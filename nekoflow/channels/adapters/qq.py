@@ -6,7 +6,8 @@ bot's own messages (``message_sent`` or ``user_id == self_id``) give None. A gro
 mentions the bot when an ``at`` segment's qq is the bot (``bot_uin``, else the event's
 ``self_id``) or ``all``; private messages never count as mentions. OneBot's ``reply`` segment only
 carries a message id, so ``is_reply_to_bot`` is always False here (the id is kept in
-``metadata["reply_to_message_id"]``).
+``metadata["reply_to_message_id"]``). The adapter's memory scope is the seed table's: group in
+groups, user in private chats (config.ini may choose ``group_user``, which then wins).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 
 from nekoflow.channels.adapters._fields import Fields
 from nekoflow.channels.adapters.base import BaseChannelAdapter
-from nekoflow.channels.context import Attachment, ChannelRenderPolicy, ChatRequest, MemoryScope
+from nekoflow.channels.context import Attachment, ChannelRenderPolicy, ChatRequest
 
 _CQ_CODE = re.compile(r"\[CQ:([^,\]]+)((?:,[^\]]*)?)\]")
 _MEDIA_TYPES = {"image": "image", "record": "audio", "video": "video", "file": "file"}
@@ -54,6 +55,8 @@ class QQChannelAdapter(BaseChannelAdapter):
     """QQ through a OneBot v11 implementation; ``bot_uin`` is the bot's QQ number (optional)."""
 
     channel_name: ClassVar[str] = "qq"
+    chat_type_keys: ClassVar[tuple[str, ...]] = ("message_type",)
+    chat_id_keys: ClassVar[tuple[str, ...]] = ("group_id",)
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=False,
         supports_image=True,
@@ -62,7 +65,6 @@ class QQChannelAdapter(BaseChannelAdapter):
         max_text_length=4500,
         split_strategy="paragraph",
     )
-    group_memory_scope: ClassVar[str] = MemoryScope.group_user.value
 
     def __init__(self, bot_uin: str | int | None = None) -> None:
         self.bot_uin = str(bot_uin) if bot_uin not in (None, "") else None

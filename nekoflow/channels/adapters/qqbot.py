@@ -57,6 +57,8 @@ class QQBotChannelAdapter(BaseChannelAdapter):
     """QQ's official bot platform; ``bot_appid`` identifies the bot in ``mentions`` (optional)."""
 
     channel_name: ClassVar[str] = "qqbot"
+    chat_type_keys: ClassVar[tuple[str, ...]] = ("qqbot_scene",)
+    chat_id_keys: ClassVar[tuple[str, ...]] = ("qqbot_group_openid", "group_openid")
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=False,
         supports_image=True,

@@ -45,6 +45,8 @@ class TelegramChannelAdapter(BaseChannelAdapter):
     """Telegram bot; ``bot_username`` (without @) enables @mention detection (optional)."""
 
     channel_name: ClassVar[str] = "telegram"
+    chat_type_keys: ClassVar[tuple[str, ...]] = ("telegram_chat_type", "chat_type")
+    chat_id_keys: ClassVar[tuple[str, ...]] = ("telegram_chat_id", "chat_id")
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=True,
         supports_image=True,
