@@ -3,8 +3,11 @@
 ``add(key, content, priority=100, scope="session")`` registers a section (blank content is
 ignored, the same key replaces the previous section in place); ``render(base)`` returns ``base``
 followed by each section as ``"## {key}\\n{content}"`` in ascending priority (ties keep insertion
-order), joined by blank lines. ``scope`` says how long a section lives: ``"turn"`` sections are
-dropped by :meth:`PromptStack.end_turn`, ``"session"``/``"global"`` ones stay.
+order), joined by blank lines. Surrounding whitespace of ``base`` and of each content is dropped
+when rendering (as the seed's stack does), so the parts are always separated by exactly one blank
+line; a blank ``base`` is left out. ``scope`` says how long a section lives: ``"turn"`` sections
+are dropped by :meth:`PromptStack.end_turn` (or ``clear_scope("turn")``), ``"session"``/``"global"``
+ones stay.
 """
 
 from __future__ import annotations
@@ -83,14 +86,27 @@ class PromptStack:
         """Drop every ``"turn"``-scoped section (call after the turn's prompt was rendered)."""
         self._items = {k: v for k, v in self._items.items() if v.scope != "turn"}
 
+    def clear_scope(self, scope: str) -> int:
+        """Drop every section of ``scope``; returns how many were dropped."""
+        before = len(self._items)
+        self._items = {k: v for k, v in self._items.items() if v.scope != scope}
+        return before - len(self._items)
+
+    @property
+    def keys(self) -> list[str]:
+        """The registered keys, in insertion order."""
+        return list(self._items)
+
     def items(self) -> list[PromptItem]:
         """The sections in render order (ascending priority, then insertion order)."""
         return sorted(self._items.values(), key=lambda item: item.priority)
 
     def render(self, base: str = "") -> str:
         """``base`` then every section as ``## {key}\\n{content}``, joined by blank lines."""
-        parts = [base] if base and base.strip() else []
-        parts.extend(f"## {item.key}\n{item.content}" for item in self.items())
+        if base is not None and not isinstance(base, str):
+            raise InputError("base prompt must be a string", field="base")
+        parts = [base.strip()] if base and base.strip() else []
+        parts.extend(f"## {item.key}\n{item.content.strip()}" for item in self.items())
         return "\n\n".join(parts)
 
     def __contains__(self, key: object) -> bool:

@@ -172,10 +172,20 @@ def build_memory(
     """Build the LLM message list (``{"role", "content"}`` dicts) for the target character.
 
     One pass, no string concatenation in loops (parts are joined once per message).
-    Raises :class:`nekoflow.errors.InputError` naming ``lines[i].<field>`` for a bad line.
+    Raises :class:`nekoflow.errors.InputError` naming ``lines[i].<field>`` for a bad line, or the
+    identifier (``role_id`` …) when it is not an int or a string.
     """
     if isinstance(lines, str | bytes | Mapping) or not isinstance(lines, Iterable):
         raise InputError("lines must be a list of Line rows or mappings", field="lines")
+    for field, value in (
+        ("role_id", role_id),
+        ("script_role_id", script_role_id),
+        ("display_name", display_name),
+    ):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | str)):
+            raise InputError(
+                f"{field} must be an int or a string, got {type(value).__name__}", field=field
+            )
     role_keys = _id_keys(role_id)
     script_keys = _id_keys(script_role_id)
     name_keys = _id_keys(display_name)

@@ -1,7 +1,9 @@
 """World-book data models (seed ``world-book.md``): entries, books, recall context/config, results.
 
 All are pydantic v2 models with the seed's field names and defaults. Closed sets (trigger sources,
-entry types, match modes) are validated, so a bad value is a ``ValidationError`` naming the field.
+match modes) are validated, so a bad value is a ``ValidationError`` naming the field. ``entry_type``
+is open: the nine seed types rank as in :data:`ENTRY_TYPE_PRIORITY`, any other type (SPEC:
+"unknown 0") is accepted and ranks 0.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 TriggerSource = Literal["user", "assistant_recent", "history", "scene_state"]
+#: The seed's entry types; ``entry_type`` also accepts others, which rank 0 when sorting.
 EntryType = Literal[
     "relationship", "rule", "location", "event", "npc", "faction", "lore", "style", "secret"
 ]
@@ -28,7 +31,8 @@ SOURCE_SCORES: dict[str, int] = {
 #: Label used in ``WorldBookMatchResult.trigger_sources`` for an ``always_on`` entry.
 ALWAYS_SOURCE = "always"
 
-#: Sort rank of each entry type (higher sorts first among equal score and priority).
+#: Sort rank of each entry type (higher sorts first among equal score and priority); any other
+#: entry type ranks 0 (``ENTRY_TYPE_PRIORITY.get(entry_type, 0)``).
 ENTRY_TYPE_PRIORITY: dict[str, int] = {
     "relationship": 90,
     "rule": 80,
@@ -63,7 +67,7 @@ class WorldBookEntry(_Model):
     cooldown_turns: int = Field(default=0, ge=0)
     max_injections_per_session: int = Field(default=0, ge=0)
     tags: list[str] = Field(default_factory=list)
-    entry_type: EntryType = "lore"
+    entry_type: str = "lore"
     weight: int = 0
     created_at: str = ""
     updated_at: str = ""

@@ -168,7 +168,7 @@ def test_entry_defaults_are_the_seeds() -> None:
     ("field", "value"),
     [
         ("trigger_sources", ["user", "telepathy"]),
-        ("entry_type", "dragon"),
+        ("entry_type", 5),
         ("match_mode", "some"),
         ("cooldown_turns", -1),
         ("max_injections_per_session", -2),

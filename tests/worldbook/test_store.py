@@ -93,8 +93,8 @@ def test_entry_crud(engine: Engine) -> None:
     with pytest.raises(InputError) as err:
         store.add_entry("a", {"id": "e1"})
     assert err.value.field == "id"
-    with pytest.raises(ValidationError, match="entry_type"):
-        store.add_entry("a", {"entry_type": "dragon"})
+    with pytest.raises(ValidationError, match="match_mode"):
+        store.add_entry("a", {"match_mode": "most"})
     with pytest.raises(WorldBookNotFoundError):
         store.add_entry("nope", {"name": "x"})
 
@@ -126,7 +126,7 @@ def test_batch_is_all_or_nothing_and_names_each_bad_entry(engine: Engine) -> Non
             "a",
             [
                 {"name": "fine", "keywords": ["k"]},
-                {"name": "坏类型", "entry_type": "dragon"},
+                {"name": "坏模式", "match_mode": "most"},
                 {"id": "old", "name": "dup"},
                 {"name": "bad source", "trigger_sources": ["telepathy"]},
                 "not an entry",
@@ -134,7 +134,7 @@ def test_batch_is_all_or_nothing_and_names_each_bad_entry(engine: Engine) -> Non
         )
     problems = err.value.problems
     assert len(problems) == 4
-    assert "坏类型" in problems[0] and "entry_type" in problems[0]
+    assert "坏模式" in problems[0] and "match_mode" in problems[0]
     assert "'old'" in problems[1] and "already exists" in problems[1]
     assert "trigger_sources" in problems[2]
     assert "entry #4" in problems[3]
