@@ -7,6 +7,7 @@ from rich.console import Console
 
 from nekoflow import __version__
 from nekoflow.api.cli import serve_command
+from nekoflow.characters.cli import character_app
 from nekoflow.review.cli import review_command
 from nekoflow.worldbook.cli import worldbook_app
 
@@ -20,6 +21,7 @@ console = Console()
 app.command("review")(review_command)
 app.add_typer(worldbook_app, name="worldbook")
 app.command("serve")(serve_command)
+app.add_typer(character_app, name="character")
 
 
 @app.command()
@@ -30,11 +32,10 @@ def version() -> None:
 
 @app.command()
 def demo() -> None:
-    """Run a few turns end to end on embedded defaults (no services needed)."""
-    console.print(
-        "[yellow]not yet[/yellow]: the turn pipeline is not built yet. "
-        'Today you can try the review pipeline: `nekoflow review "我好想你" "我也想你"`.'
-    )
+    """Run a scripted role-play end to end (embedded: no services needed)."""
+    from tasks.demo import run_demo
+
+    run_demo(console)
 
 
 if __name__ == "__main__":  # pragma: no cover

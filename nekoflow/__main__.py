@@ -1,0 +1,5 @@
+"""``python -m nekoflow``: the command line."""
+
+from nekoflow.cli import app
+
+app()
