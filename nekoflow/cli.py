@@ -9,6 +9,7 @@ from nekoflow import __version__
 from nekoflow.api.cli import serve_command
 from nekoflow.characters.cli import character_app
 from nekoflow.review.cli import review_command
+from nekoflow.turns.cli import runs_command, sweep_command, turn_command
 from nekoflow.worldbook.cli import worldbook_app
 
 app = typer.Typer(
@@ -22,6 +23,9 @@ app.command("review")(review_command)
 app.add_typer(worldbook_app, name="worldbook")
 app.command("serve")(serve_command)
 app.add_typer(character_app, name="character")
+app.command("turn")(turn_command)
+app.command("runs")(runs_command)
+app.command("sweep")(sweep_command)
 
 
 @app.command()

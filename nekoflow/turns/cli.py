@@ -1,0 +1,167 @@
+"""``nekoflow turn`` (one message through the chain), ``nekoflow runs`` (recent turns) and
+``nekoflow sweep`` (re-publish stuck turns).
+
+``turn`` runs embedded (in-process worker, in-memory broker, the configured database) unless
+``NEKOFLOW_BROKER_URL`` is set, in which case it enqueues to the real workers and waits.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from sqlmodel import Session, col, select
+
+from nekoflow.errors import NekoflowError
+from nekoflow.settings import get_settings
+from nekoflow.storage import get_engine
+from nekoflow.storage.dialogue import Role
+from nekoflow.storage.turns import STAGES, TurnRun, TurnStage
+from nekoflow.turns.deps import TurnDeps
+
+console = Console()
+
+
+@contextmanager
+def _runtime() -> Iterator[TurnDeps]:
+    """Real workers when a broker is configured, else an embedded worker on the settings' DB."""
+    from tasks.embedded import broker_configured, embedded_worker
+    from tasks.runtime import get_deps
+
+    if broker_configured():
+        yield get_deps()
+        return
+    with embedded_worker(get_settings()) as deps:
+        yield deps
+
+
+def _stages_done(s: Session, turn_ids: list[str]) -> dict[str, list[str]]:
+    """The stages each turn has stored a result for, in chain order (one query)."""
+    done: dict[str, set[str]] = {t: set() for t in turn_ids}
+    if turn_ids:
+        rows = s.exec(
+            select(TurnStage.turn_id, TurnStage.stage).where(col(TurnStage.turn_id).in_(turn_ids))
+        ).all()
+        for turn_id, stage in rows:
+            done[turn_id].add(stage)
+    return {t: [st for st in STAGES if st in stages] for t, stages in done.items()}
+
+
+def turn_command(
+    message: Annotated[str, typer.Argument(help="What the user says.")],
+    session: Annotated[str, typer.Option(help="Web session id (one conversation).")] = "cli",
+    user: Annotated[str, typer.Option(help="User id.")] = "cli-user",
+    name: Annotated[str, typer.Option(help="The user's display name.")] = "",
+    character: Annotated[
+        str | None, typer.Option(help="Character id or name (default: the first).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply.")] = 120.0,
+) -> None:
+    """Send one message through the whole chain (as the Web channel) and print the reply."""
+    with _runtime() as deps:
+        with Session(deps.engine) as s:
+            if s.exec(select(Role.id).limit(1)).first() is None:
+                console.print(
+                    "[red]error:[/red] no character yet: add one with "
+                    "`nekoflow character add NAME --profile ...` or "
+                    "`nekoflow character import card.png`"
+                )
+                raise typer.Exit(2)
+        event: dict[str, Any] = {
+            "session_id": session,
+            "user_id": user,
+            "display_name": name or user,
+            "message": message,
+            "message_id": uuid.uuid4().hex,
+            "metadata": {"time": int(datetime.now(UTC).timestamp())},
+        }
+        if character:
+            event["character_id"] = character
+        from tasks.turns import enqueue_turn
+
+        try:
+            handle = enqueue_turn("web", event)
+        except NekoflowError as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        if handle.is_skipped:
+            console.print(f"skipped: {escape(handle.reason or '')}")
+            return
+        try:
+            messages = handle.wait(timeout=timeout)
+        except TimeoutError as exc:
+            console.print(f"[yellow]{escape(str(exc))}[/yellow] (see `nekoflow runs`)")
+            raise typer.Exit(1) from None
+        run = handle.run()
+        assert run is not None
+        for m in messages:
+            console.print(escape(str(m.get("content", ""))))
+        status = f"turn {run.turn_id} · {run.scope_id} · {run.status}"
+        if run.reason:
+            status += f" ({run.reason})"
+        console.print(f"[dim]{escape(status)}[/dim]")
+        if run.status == "failed":
+            raise typer.Exit(1)
+
+
+def runs_command(
+    limit: Annotated[int, typer.Option(min=1, help="How many turns to show.")] = 20,
+    scope: Annotated[str | None, typer.Option(help="Only this scope id.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="Only this status (queued/running/done/failed).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List recent turns: status, stages done, model, latency and tokens."""
+    engine = get_engine()
+    with Session(engine) as s:
+        query = select(TurnRun).order_by(col(TurnRun.created_at).desc()).limit(limit)
+        if scope:
+            query = query.where(TurnRun.scope_id == scope)
+        if status:
+            query = query.where(TurnRun.status == status)
+        runs = list(s.exec(query).all())
+        stages = _stages_done(s, [r.turn_id for r in runs])
+    if as_json:
+        for r in runs:
+            row = r.model_dump(mode="json", exclude={"request", "context", "rendered"})
+            row["stages"] = stages[r.turn_id]
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table("turn", "created", "scope", "status", "stages", "model", "ms", "tokens", "reason")
+    for r in runs:
+        tokens = (
+            f"{r.prompt_tokens or 0}+{r.completion_tokens or 0}"
+            if r.prompt_tokens is not None
+            else ""
+        )
+        table.add_row(
+            r.turn_id[:12],
+            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            escape(r.scope_id or ""),
+            r.status,
+            f"{len(stages[r.turn_id])}/{len(STAGES)}",
+            escape(r.llm_model or ""),
+            f"{r.llm_latency_ms:.0f}" if r.llm_latency_ms is not None else "",
+            tokens,
+            escape((r.reason or "")[:60]),
+        )
+    console.print(table)
+
+
+def sweep_command() -> None:
+    """Re-publish turns stuck past the lease (what the beat task does every interval)."""
+    from tasks.turns import republish_stuck
+
+    republished = republish_stuck()
+    console.print(f"re-published {len(republished)} stuck turn(s)")
+    for turn_id in republished:
+        console.print(f"  {turn_id}")
