@@ -7,7 +7,7 @@ changes. Handlers reach shared objects through ``nekoflow.api.deps`` (``ApiState
 ``app.state.nekoflow``).
 
 ``nekoflow serve`` builds the app with ``create_app()`` from the environment's settings; tests and
-embedders pass their own ``settings``/``engine``/``redis_client``/``chat_model``.
+embedders pass their own ``settings``/``engine``/``redis_client``/``chat_model``/``turn_deps``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from nekoflow.api.errors import install_error_handlers
 from nekoflow.llm.base import ChatModel
 from nekoflow.settings import Settings, get_settings
 from nekoflow.storage import create_all, make_engine
+from nekoflow.turns.deps import TurnDeps
 
 log = logging.getLogger("nekoflow.api")
 
@@ -84,13 +85,15 @@ def create_app(
     engine: Engine | None = None,
     redis_client: redis.Redis | None = None,
     chat_model: ChatModel | None = None,
+    turn_deps: TurnDeps | None = None,
 ) -> FastAPI:
     """Build the API app.
 
     ``settings`` default to :func:`get_settings` (the environment). Without ``engine`` the app makes
     one for ``settings.database_url`` (tables created at startup, disposed at shutdown); without
-    ``redis_client`` / ``chat_model`` it makes them from the settings on first use. Injected
-    objects are used as given and never closed by the app.
+    ``redis_client`` / ``chat_model`` / ``turn_deps`` it makes them from the settings on first
+    use (built TurnDeps publish turns through the Celery app). Injected objects are used as given
+    and never closed by the app.
     """
     settings = settings if settings is not None else get_settings()
     owns_engine = engine is None
@@ -102,6 +105,7 @@ def create_app(
         owns_engine=owns_engine,
         redis_client=redis_client,
         chat_model=chat_model,
+        turn_deps=turn_deps,
     )
     app = FastAPI(
         title="nekoflow",

@@ -14,6 +14,7 @@ request comes from loopback.
 from __future__ import annotations
 
 import hmac
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Annotated
@@ -26,7 +27,11 @@ from sqlalchemy.engine import Engine
 from nekoflow.api.errors import ApiError
 from nekoflow.llm.base import ChatModel
 from nekoflow.settings import Settings
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
 from nekoflow.worldbook.store import WorldBookStore
+
+log = logging.getLogger("nekoflow.api")
 
 TOKEN_NOT_CONFIGURED = "NEKOFLOW_API_TOKEN not configured"
 
@@ -41,6 +46,7 @@ class ApiState:
     redis_client: redis.Redis | None = None
     owns_redis: bool = False
     chat_model: ChatModel | None = None
+    turn_deps: TurnDeps | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def redis(self) -> redis.Redis:
@@ -65,6 +71,22 @@ class ApiState:
                 self.chat_model = make_chat_model(self.settings)
             return self.chat_model
 
+    def turns(self) -> TurnDeps:
+        """The injected TurnDeps, or ones built from the settings on the app's engine on first use.
+
+        The built ones publish through the Celery app (:func:`publish_or_defer`); raises
+        :class:`nekoflow.errors.ConfigError` (→ 503) when the settings are unusable.
+        """
+        with self._lock:
+            if self.turn_deps is None:
+                self.turn_deps = TurnDeps.from_settings(
+                    self.settings,
+                    engine=self.engine,
+                    publish=publish_or_defer,
+                    chat_model=self.chat_model,
+                )
+            return self.turn_deps
+
     def close(self) -> None:
         """Release what the app created itself (never injected objects)."""
         if self.owns_redis and self.redis_client is not None:
@@ -72,6 +94,20 @@ class ApiState:
             self.redis_client = None
         if self.owns_engine:
             self.engine.dispose()
+
+
+def publish_or_defer(run: TurnRun) -> None:
+    """Send ``run``'s chain to the broker; if the broker is down, leave the turn to the sweeper.
+
+    The TurnRun row is already stored, so the beat sweeper re-publishes it once its lease
+    (``turn_lease_seconds``) runs out: the client still gets its turn id, never a 500.
+    """
+    from tasks.turns import publish_turn
+
+    try:
+        publish_turn(run)
+    except Exception as exc:  # broker unreachable: the sweeper publishes it later
+        log.error("could not publish turn %s (the sweeper will retry): %s", run.turn_id, exc)
 
 
 def get_state(request: Request) -> ApiState:

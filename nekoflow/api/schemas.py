@@ -8,6 +8,7 @@ cannot store them) — so such input is a 422 naming the field, never a database
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -288,3 +289,159 @@ class ErrorResponse(BaseModel):
     success: Literal[False] = False
     error: str
     detail: list[ValidationItem] | str | None = None
+
+
+# ------------------------------------------------------------------------ turns and Web channel
+
+MAX_TURN_ID_CHARS = 64
+TurnIdPath = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_TURN_ID_CHARS, pattern=ID_PATTERN, description="Turn id"),
+]
+
+MAX_WAIT_SECONDS = 60.0
+"""Longest a ``POST /api/web/chat`` may hold the request waiting for the reply."""
+
+MAX_STREAM_SECONDS = 600.0
+"""Longest a turn's event stream stays open."""
+
+
+def known_channel(value: str) -> str:
+    """``value`` as a registered channel name (aliases resolved); ValueError naming the known."""
+    from nekoflow.channels.adapters import ADAPTERS, ALIASES
+
+    name = value.strip().lower()
+    name = ALIASES.get(name, name)
+    if name not in ADAPTERS:
+        raise ValueError(f"unknown channel {value!r} (known: {', '.join(sorted(ADAPTERS))})")
+    return name
+
+
+class TurnIn(BaseModel):
+    """A raw platform event to run as a turn: ``channel`` picks the adapter that parses ``event``.
+
+    ``event`` is what the platform sent (a OneBot event, a Telegram update, a Web-session message…).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: str = Field(max_length=64, description="qq, qqbot, feishu, telegram or web")
+    event: dict[str, Any] = Field(description="The platform's raw event (JSON object)")
+
+    @field_validator("channel")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return known_channel(value)
+
+    @field_validator("event")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _check_storable(value)
+
+
+class TurnAccepted(BaseModel):
+    """What submitting an event gave: a turn (202, ``queued``…) or ``skipped`` with the reason."""
+
+    turn_id: str | None = None
+    status: str
+    reason: str | None = None
+    channel: str = ""
+
+
+class TurnStageOut(BaseModel):
+    """A stage of the turn that finished, and when."""
+
+    stage: str
+    at: datetime
+
+
+class TurnLlmOut(BaseModel):
+    """The model call of a turn: model name, latency, attempts and token counts."""
+
+    model: str | None = None
+    latency_ms: float | None = None
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class TurnOut(BaseModel):
+    """A turn's state: status and current stage, finished stages, reason, reply and model call.
+
+    ``rendered`` is the reply as the channel sends it (a failed turn holds its failure reply).
+    """
+
+    turn_id: str
+    channel: str
+    scope_id: str | None = None
+    character_id: str | None = None
+    status: str
+    stage: str | None = None
+    reason: str | None = None
+    stages: list[TurnStageOut] = Field(default_factory=list)
+    rendered: list[dict[str, Any]] | None = None
+    llm: TurnLlmOut = Field(default_factory=TurnLlmOut)
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class WebChatIn(BaseModel):
+    """A message of a Web-channel session, and how long to wait for the reply.
+
+    ``wait`` = 0 returns at once with the turn id (202); otherwise the request waits up to
+    ``wait`` seconds (at most 60) and answers 200 with the reply when the turn finished in time.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(min_length=1, max_length=256, description="The chat session")
+    message: str = Field(default="", max_length=100_000)
+    user_id: str = Field(default="", max_length=256)
+    display_name: str = Field(default="", max_length=256)
+    message_id: str = Field(default="", max_length=256, description="Redelivery de-duplication")
+    attachments: list[dict[str, Any]] = Field(default_factory=list, max_length=50)
+    character_id: str | None = Field(default=None, max_length=128)
+    character_mode: bool | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    wait: float = Field(default=0.0, ge=0.0, le=MAX_WAIT_SECONDS, description="Seconds to wait")
+
+    @field_validator("session_id")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator(
+        "session_id",
+        "message",
+        "user_id",
+        "display_name",
+        "message_id",
+        "attachments",
+        "character_id",
+        "metadata",
+    )
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        return _check_storable(value)
+
+    def event(self) -> dict[str, Any]:
+        """The Web adapter's raw event for this message."""
+        return {"type": "message", **self.model_dump(exclude={"wait"}, exclude_none=True)}
+
+
+class WebChatReply(BaseModel):
+    """The turn of a Web message: its reply ``messages`` once finished (200), else pending (202).
+
+    ``events_url`` streams the turn's progress; ``turn_url`` polls it.
+    """
+
+    turn_id: str | None = None
+    status: str
+    reason: str | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    turn_url: str | None = None
+    events_url: str | None = None

@@ -1,0 +1,179 @@
+"""The Web channel over HTTP: ``POST /api/web/chat`` and a turn's server-sent-event stream.
+
+``POST /api/web/chat`` (bearer token: it spends model tokens) turns a session message into a Web
+adapter event and submits it as a turn. With ``wait`` > 0 it waits up to that many seconds (max
+60) and answers 200 with the reply messages when the turn finished in time (``done``; a ``failed``
+turn answers its failure reply), else 202 with the turn id to poll (``turn_url``) or stream
+(``events_url``). A message that is not a turn (channel disabled…) answers 200 ``skipped``.
+
+``GET /api/turns/{turn_id}/events`` is a ``text/event-stream``: a ``status`` event at once and on
+every change of status, stage or finished stages, then one final event named after the outcome
+(``done``, ``failed``, ``skipped``) carrying the whole turn, or ``timeout`` when the turn has not
+finished after ``timeout`` seconds (default 120, max 600). Comment lines keep idle proxies open.
+
+Nothing here blocks the event loop: database calls run in the thread pool, waits are asyncio sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, status
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from nekoflow.api.deps import ApiState, StateDep, WriteAuth
+from nekoflow.api.errors import not_found
+from nekoflow.api.schemas import (
+    MAX_STREAM_SECONDS,
+    ErrorResponse,
+    TurnIdPath,
+    TurnOut,
+    WebChatIn,
+    WebChatReply,
+)
+from nekoflow.api.turns import load_turn, ok_json, submit_event
+from nekoflow.storage.turns import FINISHED
+from nekoflow.turns.handle import TurnHandle
+
+router = APIRouter(tags=["web"])
+
+POLL_FIRST = 0.05
+"""First pause between two reads of a turn (seconds); it grows to :data:`POLL_MAX`."""
+POLL_MAX = 0.5
+KEEPALIVE_SECONDS = 15.0
+"""An SSE comment line is sent after this long without an event."""
+DEFAULT_STREAM_SECONDS = 120.0
+
+_E = ErrorResponse
+_CHAT: dict[int | str, dict[str, Any]] = {
+    200: {"model": WebChatReply, "description": "Finished (reply in messages) or skipped"},
+    401: {"model": _E, "description": "Missing or wrong bearer token"},
+    503: {"model": _E, "description": "Token, database or channel configuration missing"},
+}
+_EVENTS: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "status events, then done | failed | skipped | timeout",
+    },
+    404: {"model": _E, "description": "Unknown turn"},
+}
+
+
+async def _pause(delay: float, deadline: float) -> float:
+    """Sleep ``delay`` (never past ``deadline``); return the next, longer delay."""
+    await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+    return min(delay * 1.5, POLL_MAX)
+
+
+def _reply(turn: TurnOut | None, handle: TurnHandle) -> WebChatReply:
+    base = f"/api/turns/{handle.turn_id}"
+    if turn is None:  # the row vanished (deleted): report what the handle knows
+        return WebChatReply(turn_id=handle.turn_id, status="queued", turn_url=base)
+    finished = turn.status in FINISHED
+    return WebChatReply(
+        turn_id=turn.turn_id,
+        status=turn.status,
+        reason=turn.reason,
+        messages=list(turn.rendered or []) if finished else [],
+        turn_url=base,
+        events_url=f"{base}/events",
+    )
+
+
+@router.post(
+    "/api/web/chat",
+    response_model=WebChatReply,
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[WriteAuth],
+    responses=_CHAT,
+    summary="Send a Web-session message; wait for the reply or get the turn id",
+)
+async def web_chat(body: WebChatIn, state: StateDep) -> Any:
+    """200 with the reply when the turn finished within ``wait`` seconds, else 202 to poll."""
+    deps = await run_in_threadpool(state.turns)
+    handle = await run_in_threadpool(submit_event, deps, "web", body.event(), field_prefix="")
+    if handle.is_skipped:
+        skipped = WebChatReply(status="skipped", reason=handle.reason)
+        return ok_json(skipped)
+    assert handle.turn_id is not None
+    deadline = time.monotonic() + body.wait
+    delay = POLL_FIRST
+    while True:
+        turn = await run_in_threadpool(load_turn, state.engine, handle.turn_id)
+        if turn is not None and turn.status in FINISHED:
+            return ok_json(_reply(turn, handle))
+        if time.monotonic() >= deadline:
+            return _reply(turn, handle)
+        delay = await _pause(delay, deadline)
+
+
+def sse(event: str, data: Any, event_id: int | None = None) -> str:
+    """One server-sent event: ``event:``, optional ``id:``, and ``data:`` as one JSON line."""
+    head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
+    return head + f"data: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def _progress(turn: TurnOut) -> tuple[Any, ...]:
+    return (turn.status, turn.stage, tuple(s.stage for s in turn.stages), turn.reason)
+
+
+async def turn_events(state: ApiState, first: TurnOut, timeout: float) -> AsyncIterator[str]:
+    """The event stream of a turn, from ``first`` (its state now) to its end or ``timeout``.
+
+    A client that goes away cancels it (Starlette stops the response on disconnect).
+    """
+    deadline = time.monotonic() + timeout
+    turn: TurnOut | None = first
+    seen: tuple[Any, ...] | None = None
+    last_sent = time.monotonic()
+    delay = POLL_FIRST
+    n = 0
+    while True:
+        if turn is None:
+            yield sse("failed", {"turn_id": first.turn_id, "reason": "turn deleted"}, n)
+            return
+        if turn.status in FINISHED:
+            yield sse(turn.status, turn.model_dump(mode="json"), n)
+            return
+        if _progress(turn) != seen:
+            seen = _progress(turn)
+            yield sse("status", turn.model_dump(mode="json"), n)
+            n += 1
+            last_sent = time.monotonic()
+        elif time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
+            yield ": keepalive\n\n"
+            last_sent = time.monotonic()
+        if time.monotonic() >= deadline:
+            yield sse("timeout", turn.model_dump(mode="json"), n)
+            return
+        delay = await _pause(delay, deadline)
+        turn = await run_in_threadpool(load_turn, state.engine, first.turn_id)
+
+
+@router.get(
+    "/api/turns/{turn_id}/events",
+    response_class=StreamingResponse,
+    responses=_EVENTS,
+    summary="Server-sent events of a turn's progress, ending with its outcome",
+)
+async def turn_event_stream(
+    turn_id: TurnIdPath,
+    state: StateDep,
+    timeout: Annotated[
+        float, Query(gt=0, le=MAX_STREAM_SECONDS, description="Close after this many seconds")
+    ] = DEFAULT_STREAM_SECONDS,
+) -> StreamingResponse:
+    """A ``text/event-stream`` of the turn's stage changes; 404 for an unknown turn."""
+    first = await run_in_threadpool(load_turn, state.engine, turn_id)
+    if first is None:
+        raise not_found("turn", turn_id, "turn_id")
+    return StreamingResponse(
+        turn_events(state, first, timeout),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
