@@ -16,10 +16,19 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from pytest_httpserver import HTTPServer
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from nekoflow.api import create_app
-from nekoflow.llm import ChatModel, OpenAIChatModel
+from nekoflow.channels import CharacterRuntimeContextDispatcher
+from nekoflow.llm import ChatModel, OpenAIChatModel, ScriptedChatModel
+from nekoflow.review.autostate import InMemoryAutoState
+from nekoflow.review.pipeline import ReviewPipeline
 from nekoflow.settings import Settings
+from nekoflow.storage.dialogue import Role
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.runner import run_inline
+from nekoflow.worldbook.cooldowns import InMemoryCooldowns
 
 TOKEN = "test-token-0123456789"
 
@@ -45,9 +54,17 @@ def make_client(
     """Build a TestClient for an app on the test engine/Redis; keyword args override settings."""
     clients: list[TestClient] = []
 
-    def build(*, chat_model: ChatModel | None = None, **overrides: Any) -> TestClient:
+    def build(
+        *, chat_model: ChatModel | None = None, turn_deps: TurnDeps | None = None, **overrides: Any
+    ) -> TestClient:
         settings = api_settings.model_copy(update=overrides) if overrides else api_settings
-        app = create_app(settings, engine=engine, redis_client=redis_client, chat_model=chat_model)
+        app = create_app(
+            settings,
+            engine=engine,
+            redis_client=redis_client,
+            chat_model=chat_model,
+            turn_deps=turn_deps,
+        )
         client = TestClient(app)
         client.__enter__()
         clients.append(client)
@@ -139,3 +156,68 @@ def llm_reply(llm_server: HTTPServer) -> Callable[[str], None]:
 def generated_json() -> str:
     """A model reply with two valid entries (one with a keywords string and an unknown key)."""
     return json.dumps(GENERATED, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------ turns
+
+
+@pytest.fixture
+def character(engine: Engine) -> Role:
+    """The character the dispatcher picks for every turn (the only one stored)."""
+    with Session(engine, expire_on_commit=False) as s:
+        role = Role.new("钦灵", profile_prompt="你叫钦灵,是一只猫娘。")
+        s.add(role)
+        s.commit()
+        s.refresh(role)
+        return role
+
+
+class Publisher:
+    """A TurnDeps publisher for tests: records turn ids and, when ``inline``, runs the turn."""
+
+    def __init__(self) -> None:
+        self.turn_ids: list[str] = []
+        self.inline = False
+        self.deps: TurnDeps | None = None
+
+    def __call__(self, run: TurnRun) -> None:
+        self.turn_ids.append(run.turn_id)
+        if self.inline:
+            assert self.deps is not None
+            run_inline(self.deps, run.turn_id, sleep=False)
+
+
+@pytest.fixture
+def publisher() -> Publisher:
+    """Records what the turn deps publish (``publisher.inline = True`` runs turns in process)."""
+    return Publisher()
+
+
+@pytest.fixture
+def turn_deps(api_settings: Settings, engine: Engine, publisher: Publisher) -> TurnDeps:
+    """TurnDeps on the test database with the scripted model, publishing to :func:`publisher`."""
+    model = ScriptedChatModel()
+    deps = TurnDeps(
+        settings=api_settings,
+        engine=engine,
+        chat_model=model,
+        review=ReviewPipeline(autostate=InMemoryAutoState()),
+        cooldowns=InMemoryCooldowns(),
+        dispatcher=CharacterRuntimeContextDispatcher(),
+        publish=publisher,
+    )
+    publisher.deps = deps
+    return deps
+
+
+@pytest.fixture
+def turn_client(
+    make_client: Callable[..., TestClient], turn_deps: TurnDeps, character: Role
+) -> TestClient:
+    """The test app submitting turns through :func:`turn_deps` (no broker involved)."""
+    return make_client(turn_deps=turn_deps)
+
+
+def web_event(text: str, session: str = "s1", **extra: Any) -> dict[str, Any]:
+    """A Web-session chat message."""
+    return {"session_id": session, "message": text, "user_id": "u1", "display_name": "莱姆"} | extra
