@@ -221,3 +221,18 @@ def turn_client(
 def web_event(text: str, session: str = "s1", **extra: Any) -> dict[str, Any]:
     """A Web-session chat message."""
     return {"session_id": session, "message": text, "user_id": "u1", "display_name": "莱姆"} | extra
+
+
+def read_events(client: TestClient, url: str) -> list[tuple[str, dict]]:
+    """Read a server-sent-event stream to its end: ``[(event, data), …]``."""
+    events: list[tuple[str, dict]] = []
+    with client.stream("GET", url) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        name = ""
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line[len("event: ") :]
+            elif line.startswith("data: "):
+                events.append((name, json.loads(line[len("data: ") :])))
+    return events

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from fastapi.testclient import TestClient
 
 from nekoflow.storage.turns import STAGES
 from nekoflow.turns.runner import run_inline
-from tests.api.conftest import Publisher, web_event
-
-
-def read_events(client: TestClient, url: str) -> list[tuple[str, dict]]:
-    """Read a server-sent-event stream to its end: ``[(event, data), …]``."""
-    events: list[tuple[str, dict]] = []
-    with client.stream("GET", url) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        name = ""
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line[len("event: ") :]
-            elif line.startswith("data: "):
-                events.append((name, json.loads(line[len("data: ") :])))
-    return events
+from tests.api.conftest import Publisher, read_events, web_event
 
 
 def test_post_turn_queues_and_get_shows_progress(
