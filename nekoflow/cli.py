@@ -8,6 +8,7 @@ from rich.console import Console
 from nekoflow import __version__
 from nekoflow.api.cli import serve_command
 from nekoflow.characters.cli import character_app
+from nekoflow.rereview.cli import rereview_command
 from nekoflow.review.cli import review_command
 from nekoflow.turns.cli import runs_command, sweep_command, turn_command
 from nekoflow.worldbook.cli import worldbook_app
@@ -23,6 +24,7 @@ app.command("review")(review_command)
 app.add_typer(worldbook_app, name="worldbook")
 app.command("serve")(serve_command)
 app.add_typer(character_app, name="character")
+app.command("rereview")(rereview_command)
 app.command("turn")(turn_command)
 app.command("runs")(runs_command)
 app.command("sweep")(sweep_command)

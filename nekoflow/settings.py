@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     event_bus: Literal["memory", "redis"] = "memory"
     autostate_backend: Literal["memory", "redis"] = "memory"
     autostate_ttl_seconds: int = Field(default=7 * 24 * 3600, gt=0)
+    # bulk re-review: LLM-mode calls per second across all workers (shared through Redis)
+    rereview_llm_rate_per_second: float = Field(default=2.0, gt=0)
 
     # channels
     runtime_config_path: str = "config.ini"

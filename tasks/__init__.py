@@ -5,6 +5,7 @@ wrappers over the plain-Python stage functions in ``nekoflow.turns``.
 """
 
 from tasks.app import app
+from tasks.rereview import rereview_batch
 from tasks.turns import enqueue_turn, publish_turn, turn_chain
 
-__all__ = ["app", "enqueue_turn", "publish_turn", "turn_chain"]
+__all__ = ["app", "enqueue_turn", "publish_turn", "rereview_batch", "turn_chain"]

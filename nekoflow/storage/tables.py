@@ -8,3 +8,4 @@ add the import here when a new table module appears.
 from nekoflow.storage import dialogue  # noqa: F401
 from nekoflow.storage import turns  # noqa: F401
 from nekoflow.storage import worldbook  # noqa: F401
+from nekoflow.storage import rereview  # noqa: F401
