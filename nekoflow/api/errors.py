@@ -15,7 +15,7 @@ Mapping (never a 500 from user input):
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -29,6 +29,9 @@ from nekoflow.errors import ConfigError, InputError
 from nekoflow.worldbook.errors import WorldBookDataError, WorldBookNotFoundError
 
 log = logging.getLogger("nekoflow.api")
+
+BODY_PARSE_ERROR = "There was an error parsing the body"
+"""FastAPI's 400 detail for a body that is not JSON (answered as a 422 naming ``body``)."""
 
 
 class ApiError(Exception):
@@ -134,13 +137,41 @@ async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _http_exception(_: Request, exc: Exception) -> JSONResponse:
+def allowed_methods(routes: Iterable[Any], path: str) -> set[str]:
+    """The methods served at ``path`` by its most literal route template(s).
+
+    Included routers are walked. ``/api/world-books/test-match`` is the POST-only template, not
+    ``/{book_id}``: of the templates matching ``path``, those with the fewest parameters count.
+    """
+    found: dict[int, set[str]] = {}
+    stack = list(routes)
+    while stack:
+        route = stack.pop()
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            stack.extend(inner.routes)
+        elif getattr(route, "methods", None) and route.path_regex.match(path):
+            found.setdefault(len(route.param_convertors), set()).update(route.methods)
+    return found[min(found)] if found else set()
+
+
+async def _http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 400 and message == BODY_PARSE_ERROR:  # not JSON at all: say which part
+        detail = [{"loc": ["body"], "msg": "invalid JSON body", "type": "json_invalid"}]
+        return JSONResponse(
+            status_code=422, content=error_body("invalid input: body: invalid JSON", detail)
+        )
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:  # Starlette's Allow names one route's methods, not the path's
+        methods = allowed_methods(request.app.routes, request.url.path)
+        if methods:
+            headers["Allow"] = ", ".join(sorted(methods))
     return JSONResponse(
         status_code=exc.status_code,
         content=error_body(message, _json_safe(exc.detail)),
-        headers=getattr(exc, "headers", None),
+        headers=headers or None,
     )
 
 
