@@ -22,7 +22,7 @@ def serve_command(
         str, typer.Option(help="uvicorn log level (critical, error, warning, info, debug).")
     ] = "info",
 ) -> None:
-    """Serve the HTTP API (world books, health; settings from NEKOFLOW_* variables)."""
+    """Serve the HTTP API (world books, turns, Web chat, health; settings from NEKOFLOW_* vars)."""
     import uvicorn
 
     uvicorn.run(
