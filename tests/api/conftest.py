@@ -161,15 +161,20 @@ def generated_json() -> str:
 # ------------------------------------------------------------------------------------ turns
 
 
-@pytest.fixture
-def character(engine: Engine) -> Role:
-    """The character the dispatcher picks for every turn (the only one stored)."""
+def add_character(engine: Engine) -> Role:
+    """Store the character the dispatcher picks for every turn (the only one stored)."""
     with Session(engine, expire_on_commit=False) as s:
         role = Role.new("钦灵", profile_prompt="你叫钦灵,是一只猫娘。")
         s.add(role)
         s.commit()
         s.refresh(role)
         return role
+
+
+@pytest.fixture
+def character(engine: Engine) -> Role:
+    """The test database's one character."""
+    return add_character(engine)
 
 
 class Publisher:
@@ -193,14 +198,13 @@ def publisher() -> Publisher:
     return Publisher()
 
 
-@pytest.fixture
-def turn_deps(api_settings: Settings, engine: Engine, publisher: Publisher) -> TurnDeps:
-    """TurnDeps on the test database with the scripted model, publishing to :func:`publisher`."""
-    model = ScriptedChatModel()
+def scripted_turn_deps(settings: Settings, engine: Engine, publisher: Publisher) -> TurnDeps:
+    """TurnDeps on ``engine`` with the scripted model and in-memory state, publishing to
+    ``publisher`` (which gets them, to run turns inline)."""
     deps = TurnDeps(
-        settings=api_settings,
+        settings=settings,
         engine=engine,
-        chat_model=model,
+        chat_model=ScriptedChatModel(),
         review=ReviewPipeline(autostate=InMemoryAutoState()),
         cooldowns=InMemoryCooldowns(),
         dispatcher=CharacterRuntimeContextDispatcher(),
@@ -208,6 +212,12 @@ def turn_deps(api_settings: Settings, engine: Engine, publisher: Publisher) -> T
     )
     publisher.deps = deps
     return deps
+
+
+@pytest.fixture
+def turn_deps(api_settings: Settings, engine: Engine, publisher: Publisher) -> TurnDeps:
+    """TurnDeps on the test database with the scripted model, publishing to :func:`publisher`."""
+    return scripted_turn_deps(api_settings, engine, publisher)
 
 
 @pytest.fixture
