@@ -82,6 +82,16 @@ class TurnRun(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
+class ScopeCounter(SQLModel, table=True):
+    """The last ``seq`` handed out in a scope: one atomic upsert per enqueued turn, so
+    concurrent enqueuers of one scope never collide on a sequence number."""
+
+    __tablename__: ClassVar[str] = "scope_counter"  # type: ignore[misc]
+
+    scope_id: str = Field(primary_key=True, max_length=512)
+    last_seq: int = 0
+
+
 class TurnStage(SQLModel, table=True):
     """The stored result of one stage of one turn (what a redelivered stage returns)."""
 

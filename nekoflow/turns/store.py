@@ -14,14 +14,36 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, or_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.turns import FINISHED, TurnRun, TurnStage, TurnStatus
+from nekoflow.storage.turns import FINISHED, ScopeCounter, TurnRun, TurnStage, TurnStatus
 
-SEQ_RETRIES = 20
+
+def _next_seq(session: Session, scope_id: str) -> int:
+    """Take the scope's next sequence number (an upsert that locks the scope's counter row
+    until the caller's transaction ends; rolled back with it)."""
+    dialect = session.get_bind().dialect.name
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(ScopeCounter)
+    # A scope without a counter yet (new, or from before counters existed) starts after its
+    # highest stored seq.
+    first = (
+        select(func.coalesce(func.max(TurnRun.seq), 0) + 1)
+        .where(TurnRun.scope_id == scope_id)
+        .scalar_subquery()
+    )
+    stmt = (
+        ins.values(scope_id=scope_id, last_seq=first)
+        .on_conflict_do_update(
+            index_elements=["scope_id"], set_={"last_seq": ScopeCounter.last_seq + 1}
+        )
+        .returning(ScopeCounter.last_seq)
+    )
+    return int(session.execute(stmt).scalar_one())
 
 
 def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
@@ -30,28 +52,25 @@ def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
     When ``run.dedupe_key`` matches an existing turn (the platform redelivered the same message),
     nothing is inserted and the existing row comes back with ``created=False``.
     """
-    for _ in range(SEQ_RETRIES):
-        with Session(engine, expire_on_commit=False) as s:
-            if run.dedupe_key:
-                existing = s.exec(
-                    select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)
-                ).first()
-                if existing is not None:
-                    return existing, False
-            if run.scope_id is not None and run.status == TurnStatus.queued:
-                top = s.exec(
-                    select(func.max(TurnRun.seq)).where(TurnRun.scope_id == run.scope_id)
-                ).one()
-                run.seq = (top or 0) + 1
-            row = TurnRun.model_validate(run.model_dump())
-            s.add(row)
-            try:
-                s.commit()
-            except IntegrityError:
-                s.rollback()
-                continue  # a concurrent enqueue took this seq (or the dedupe key): try again
+    with Session(engine, expire_on_commit=False) as s:
+        if run.dedupe_key:
+            existing = s.exec(select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)).first()
+            if existing is not None:
+                return existing, False
+        row = TurnRun.model_validate(run.model_dump())
+        if row.scope_id is not None and row.status == TurnStatus.queued:
+            row.seq = _next_seq(s, row.scope_id)
+        s.add(row)
+        try:
+            s.commit()
             return row, True
-    raise RuntimeError(f"could not allocate a sequence number in scope {run.scope_id!r}")
+        except IntegrityError:
+            s.rollback()  # the same message, enqueued concurrently: theirs stands
+    with Session(engine, expire_on_commit=False) as s:
+        existing = s.exec(select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)).first()
+        if existing is None:
+            raise RuntimeError(f"turn {run.turn_id!r} could not be inserted")
+        return existing, False
 
 
 def get_run(engine: Engine, turn_id: str) -> TurnRun | None:
@@ -118,15 +137,36 @@ def touch(engine: Engine, turn_id: str, stage: str, **fields: Any) -> None:
         s.commit()
 
 
+def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
+    """The TurnRun row and every stored stage result of the turn, in one read (two queries)."""
+    with Session(engine, expire_on_commit=False) as s:
+        run = s.get(TurnRun, turn_id)
+        if run is None:
+            return None, {}
+        rows = s.exec(
+            select(TurnStage.stage, TurnStage.result).where(TurnStage.turn_id == turn_id)
+        ).all()
+        s.expunge(run)
+        return run, {stage: dict(result) for stage, result in rows}
+
+
 def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
     """The stored result of ``stage`` for this turn, or None when it has not completed."""
     row = session.get(TurnStage, (turn_id, stage))
     return None if row is None else dict(row.result)
 
 
-def put_stage(session: Session, turn_id: str, stage: str, result: dict[str, Any]) -> None:
-    """Store a stage's result in the caller's transaction (the primary key makes it once)."""
+def put_stage(
+    session: Session, turn_id: str, stage: str, result: dict[str, Any], **run_fields: Any
+) -> None:
+    """Store a stage's result in the caller's transaction (the primary key makes it once), and
+    record the progress on the TurnRun (``stage``, ``updated_at`` and any ``run_fields``)."""
     session.add(TurnStage(turn_id=turn_id, stage=stage, result=result))
+    session.exec(  # type: ignore[call-overload]
+        update(TurnRun)
+        .where(TurnRun.turn_id == turn_id)  # type: ignore[arg-type]
+        .values(stage=stage, updated_at=utcnow(), **run_fields)
+    )
 
 
 def finish(

@@ -6,7 +6,7 @@ import threading
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
@@ -42,6 +42,37 @@ def test_concurrent_enqueues_get_distinct_sequence_numbers(engine: Engine) -> No
     with Session(engine) as s:
         seqs = sorted(s.get(TurnRun, f"t{i}").seq for i in range(12))
     assert seqs == list(range(1, 13))
+
+
+def test_fifty_concurrent_enqueues_in_one_scope_are_numbered_in_one_go(engine: Engine) -> None:
+    barrier = threading.Barrier(50)
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        try:
+            store.create_turn_run(engine, new_run(f"t{i}", dedupe_key=f"web:{i % 25}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with Session(engine) as s:
+        rows = s.exec(select(TurnRun)).all()
+    assert len(rows) == 25  # one per dedupe key
+    assert sorted(r.seq for r in rows) == list(range(1, 26))  # rolled-back numbers reused
+
+
+def test_counter_starts_after_turns_stored_before_it(engine: Engine) -> None:
+    with Session(engine) as s:
+        s.add(new_run("old", seq=7))
+        s.commit()
+    row, created = store.create_turn_run(engine, new_run("new"))
+    assert created and row.seq == 8
 
 
 def test_dedupe_key_returns_existing_turn(engine: Engine) -> None:
