@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     # storage
     database_url: str = Field(default_factory=_default_database_url)
     database_echo: bool = False
+    #: PostgreSQL: commit the results of the intermediate stages (dispatch … review) without
+    #: waiting for the WAL flush. A server crash may then lose the last fraction of a second of
+    #: such results; the sweeper re-runs those stages (all idempotent). Enqueue and
+    #: apply_deltas always commit synchronously.
+    database_async_stage_commits: bool = True
 
     # redis / celery
     redis_url: str = "redis://127.0.0.1:6379/0"

@@ -45,7 +45,12 @@ def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
         engine = create_engine(url, echo=echo, connect_args=connect_args, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    kwargs.setdefault("pool_pre_ping", True)
+    # No pre-ping (it costs a round trip on every checkout, i.e. on every stage): a connection
+    # that died with a server restart raises once, SQLAlchemy then drops the whole pool, and the
+    # stage is retried (``nekoflow.turns.runner``). Idle connections are recycled before any
+    # server- or proxy-side idle timeout would cut them.
+    kwargs.setdefault("pool_pre_ping", False)
+    kwargs.setdefault("pool_recycle", 1800)
     return create_engine(url, echo=echo, **kwargs)
 
 

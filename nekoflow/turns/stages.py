@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
@@ -58,21 +60,48 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=BaseModel)
 
+_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+
 _book_caches: dict[int, BookCache] = {}
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _running(deps: TurnDeps, turn_id: str, stage: str) -> TurnRun:
-    """The turn, which must have been claimed (running) for ``stage`` to proceed."""
-    run = store.get_run(deps.engine, turn_id)
+@dataclass
+class _Turn:
+    """A turn as a stage sees it: its run row and the results of the stages done so far,
+    read once at the start of the stage."""
+
+    run: TurnRun
+    results: dict[str, dict[str, Any]]
+
+    def result(self, stage: str, model: type[R]) -> R | None:
+        """The stored result of ``stage``, or None when it has not completed."""
+        data = self.results.get(stage)
+        return None if data is None else model.model_validate(data)
+
+    def required(self, stage: str, model: type[R]) -> R:
+        """The stored result of an earlier ``stage``, which must have completed."""
+        result = self.result(stage, model)
+        if result is None:
+            raise TurnNotRunnable(f"turn {self.run.turn_id}: stage {stage} has not completed")
+        return result
+
+
+def _load(deps: TurnDeps, turn_id: str) -> _Turn:
+    run, results = store.load_turn(deps.engine, turn_id)
     if run is None:
         raise TurnNotRunnable(f"no turn {turn_id!r}")
-    if run.status != TurnStatus.running:
-        raise TurnNotRunnable(f"turn {turn_id} is {run.status}; {stage} does not run")
-    store.touch(deps.engine, turn_id, stage)
-    return run
+    return _Turn(run, results)
+
+
+def _running(deps: TurnDeps, turn_id: str, stage: str) -> _Turn:
+    """The turn, which must have been claimed (running) for ``stage`` to proceed."""
+    turn = _load(deps, turn_id)
+    if turn.run.status != TurnStatus.running:
+        raise TurnNotRunnable(f"turn {turn_id} is {turn.run.status}; {stage} does not run")
+    return turn
 
 
 def _stored(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R | None:
@@ -88,17 +117,28 @@ def _required(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R:
     return result
 
 
-def _save_result(deps: TurnDeps, turn_id: str, stage: str, result: R) -> R:
-    """Store a computed result; if a concurrent run of the stage stored one first, use theirs."""
+def _commit_result(s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R) -> R:
+    """Commit ``s`` with the stage's result; if a concurrent run of the stage committed one
+    first, roll back and use theirs.
+
+    Intermediate results may commit asynchronously (``database_async_stage_commits``): losing
+    one to a database crash only means the stage runs again.
+    """
+    if deps.settings.database_async_stage_commits and s.get_bind().dialect.name == "postgresql":
+        s.execute(_ASYNC_COMMIT)
     try:
-        with Session(deps.engine) as s:
-            store.put_stage(s, turn_id, stage, result.model_dump(mode="json"))
-            s.commit()
+        s.commit()
         return result
     except IntegrityError:
-        stored = _stored(deps, turn_id, stage, type(result))
-        assert stored is not None
-        return stored
+        s.rollback()
+        return _required(deps, turn_id, stage, type(result))
+
+
+def _save_result(deps: TurnDeps, turn_id: str, stage: str, result: R, **run_fields: Any) -> R:
+    """Store a computed result (and progress on the TurnRun) in one transaction."""
+    with Session(deps.engine) as s:
+        store.put_stage(s, turn_id, stage, result.model_dump(mode="json"), **run_fields)
+        return _commit_result(s, deps, turn_id, stage, result)
 
 
 def _request(run: TurnRun) -> ChatRequest:
@@ -143,12 +183,12 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
         raise TurnNotRunnable(f"turn {turn_id} already finished")
     if claimed == "blocked":
         raise TurnNotRunnable(f"turn {turn_id} waits for an earlier turn of its scope")
-    store.touch(deps.engine, turn_id, "dispatch")
-    stored = _stored(deps, turn_id, "dispatch", DispatchResult)
+    turn = _load(deps, turn_id)
+    stored = turn.result("dispatch", DispatchResult)
     if stored is not None:
         return stored
-    run = store.get_run(deps.engine, turn_id)
-    assert run is not None and run.scope_id is not None
+    run = turn.run
+    assert run.scope_id is not None
     req = _request(run)
     ctx = _context(run)
     with Session(deps.engine) as s:
@@ -164,7 +204,6 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
         if save.last_message_id is not None:
             leaf = s.get(Line, save.last_message_id)
             previous = leaf.created_at if leaf is not None else None
-        s.commit()
         sent_at = message_time(req.metadata, run.created_at)
         result = DispatchResult(
             role_id=role.id,
@@ -177,8 +216,15 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             sent_at=sent_at,
             real_time=real_time_context(previous, sent_at).to_dict(),
         )
-    store.touch(deps.engine, turn_id, "dispatch", role_id=result.role_id, save_id=result.save_id)
-    return _save_result(deps, turn_id, "dispatch", result)
+        store.put_stage(
+            s,
+            turn_id,
+            "dispatch",
+            result.model_dump(mode="json"),
+            role_id=result.role_id,
+            save_id=result.save_id,
+        )
+        return _commit_result(s, deps, turn_id, "dispatch", result)
 
 
 # --- stage 2: before_turn -----------------------------------------------------------------
@@ -223,12 +269,12 @@ def books_for(deps: TurnDeps) -> BookCache:
 
 def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
     """World-book recall (with cooldowns) and the system prompt."""
-    run = _running(deps, turn_id, "before_turn")
-    stored = _stored(deps, turn_id, "before_turn", BeforeTurnResult)
+    turn = _running(deps, turn_id, "before_turn")
+    stored = turn.result("before_turn", BeforeTurnResult)
     if stored is not None:
         return stored
-    d = _required(deps, turn_id, "dispatch", DispatchResult)
-    req = _request(run)
+    d = turn.required("dispatch", DispatchResult)
+    req = _request(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
     with Session(deps.engine) as s:
         role = s.get(Role, d.role_id)
@@ -289,16 +335,18 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
 
 def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
     """System prompt + the dialogue history as messages + this turn's user message."""
-    run = store.get_run(deps.engine, turn_id)
-    assert run is not None
-    d = _required(deps, turn_id, "dispatch", DispatchResult)
-    b = _required(deps, turn_id, "before_turn", BeforeTurnResult)
+    return _llm_messages(deps, _load(deps, turn_id))
+
+
+def _llm_messages(deps: TurnDeps, turn: _Turn) -> list[dict[str, str]]:
+    d = turn.required("dispatch", DispatchResult)
+    b = turn.required("before_turn", BeforeTurnResult)
     with Session(deps.engine) as s:
-        history = _history_messages(deps, s, d, turn_id)
+        history = _history_messages(deps, s, d, turn.run.turn_id)
     return [
         {"role": "system", "content": b.system_prompt},
         *history,
-        {"role": "user", "content": user_text(_request(run))},
+        {"role": "user", "content": user_text(_request(turn.run))},
     ]
 
 
@@ -307,12 +355,13 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
 
     Raises :class:`nekoflow.llm.LLMError` on failure (the caller retries retryable ones).
     """
-    run = _running(deps, turn_id, "llm_call")
-    stored = _stored(deps, turn_id, "llm_call", LLMCallResult)
+    turn = _running(deps, turn_id, "llm_call")
+    stored = turn.result("llm_call", LLMCallResult)
     if stored is not None:
         return stored
-    messages = llm_messages(deps, turn_id)
-    attempts = run.llm_attempts + 1
+    messages = _llm_messages(deps, turn)
+    attempts = turn.run.llm_attempts + 1
+    # Counts the attempt and refreshes the lease before a call that may take a while.
     store.touch(deps.engine, turn_id, "llm_call", llm_attempts=attempts)
     reply = deps.chat_model.complete(  # LLMError propagates: the task layer retries or fails
         messages,
@@ -328,17 +377,16 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
         finish_reason=reply.finish_reason,
         attempts=attempts,
     )
-    result = _save_result(deps, turn_id, "llm_call", result)
-    store.touch(
-        deps.engine,
+    return _save_result(
+        deps,
         turn_id,
         "llm_call",
+        result,
         llm_model=result.model,
         llm_latency_ms=result.latency_ms,
         prompt_tokens=result.prompt_tokens,
         completion_tokens=result.completion_tokens,
     )
-    return result
 
 
 # --- stage 4: memory_build ----------------------------------------------------------------
@@ -346,14 +394,14 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
 
 def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
     """Parse the reply and write the user line and reply lines into the dialogue tree."""
-    run = _running(deps, turn_id, "memory_build")
-    stored = _stored(deps, turn_id, "memory_build", MemoryBuildResult)
+    turn = _running(deps, turn_id, "memory_build")
+    stored = turn.result("memory_build", MemoryBuildResult)
     if stored is not None:
         return stored
-    d = _required(deps, turn_id, "dispatch", DispatchResult)
-    reply = _required(deps, turn_id, "llm_call", LLMCallResult)
+    d = turn.required("dispatch", DispatchResult)
+    reply = turn.required("llm_call", LLMCallResult)
     segments = parse_reply(reply.text)
-    req = _request(run)
+    req = _request(turn.run)
     with Session(deps.engine) as s:
         lines = write_turn(
             s,
@@ -371,12 +419,7 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             reply_text=display_text(segments),
         )
         store.put_stage(s, turn_id, "memory_build", result.model_dump(mode="json"))
-        try:
-            s.commit()
-        except IntegrityError:
-            s.rollback()
-            return _required(deps, turn_id, "memory_build", MemoryBuildResult)
-    return result
+        return _commit_result(s, deps, turn_id, "memory_build", result)
 
 
 # --- stage 5: review ----------------------------------------------------------------------
@@ -384,11 +427,14 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
 
 def review_input(deps: TurnDeps, turn_id: str) -> ReviewInput:
     """The ReviewInput of this turn, as the review stage builds it."""
-    run = store.get_run(deps.engine, turn_id)
-    assert run is not None
-    d = _required(deps, turn_id, "dispatch", DispatchResult)
-    b = _required(deps, turn_id, "before_turn", BeforeTurnResult)
-    m = _required(deps, turn_id, "memory_build", MemoryBuildResult)
+    return _review_input(_load(deps, turn_id))
+
+
+def _review_input(turn: _Turn) -> ReviewInput:
+    run, turn_id = turn.run, turn.run.turn_id
+    d = turn.required("dispatch", DispatchResult)
+    b = turn.required("before_turn", BeforeTurnResult)
+    m = turn.required("memory_build", MemoryBuildResult)
     req = _request(run)
     choice = req.metadata.get("choice") if isinstance(req.metadata.get("choice"), dict) else None
     fields: dict[str, Any] = {
@@ -414,11 +460,11 @@ def review_input(deps: TurnDeps, turn_id: str) -> ReviewInput:
 
 def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     """Run the review pipeline (rule or llm mode, with its events) on this turn."""
-    _running(deps, turn_id, "review")
-    stored = _stored(deps, turn_id, "review", ReviewOutput)
+    turn = _running(deps, turn_id, "review")
+    stored = turn.result("review", ReviewOutput)
     if stored is not None:
         return stored
-    output = deps.review.run(review_input(deps, turn_id))
+    output = deps.review.run(_review_input(turn))
     return _save_result(deps, turn_id, "review", output)
 
 
@@ -510,18 +556,17 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
     """In one transaction: ledger row, relationship, memories, plot node, world-book
     suggestion, TurnRun done with the rendered reply. Cooldowns are recorded (idempotently,
     keyed on turn_id) just before the commit. Then the scope's next turn is started."""
-    run = store.get_run(deps.engine, turn_id)
-    if run is None:
-        raise TurnNotRunnable(f"no turn {turn_id!r}")
+    turn = _load(deps, turn_id)
+    run = turn.run
     if run.status == TurnStatus.done:
         handoff(deps, run)
-        stored = _stored(deps, turn_id, "apply_deltas", ApplyResult)
-        return stored or ApplyResult(applied=False)
-    run = _running(deps, turn_id, "apply_deltas")
-    d = _required(deps, turn_id, "dispatch", DispatchResult)
-    b = _required(deps, turn_id, "before_turn", BeforeTurnResult)
-    m = _required(deps, turn_id, "memory_build", MemoryBuildResult)
-    out = _required(deps, turn_id, "review", ReviewOutput)
+        return turn.result("apply_deltas", ApplyResult) or ApplyResult(applied=False)
+    if run.status != TurnStatus.running:
+        raise TurnNotRunnable(f"turn {turn_id} is {run.status}; apply_deltas does not run")
+    d = turn.required("dispatch", DispatchResult)
+    b = turn.required("before_turn", BeforeTurnResult)
+    m = turn.required("memory_build", MemoryBuildResult)
+    out = turn.required("review", ReviewOutput)
     rendered = render(deps, run, m.reply_text)
     with Session(deps.engine) as s:
         if s.get(DeltaLedger, turn_id) is not None:
