@@ -209,16 +209,20 @@ def load_history_naive(session: Session, save_id: int) -> list[Line]:
     return list(reversed(history))
 
 
-def _lock_save(session: Session, save_id: int) -> None:
-    """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock)."""
+def _lock_save(session: Session, save_id: int) -> int | None:
+    """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
+    returns the save's active leaf as it is under the lock."""
     result: Any = session.execute(
         update(Save)
         .where(col(Save.id) == save_id)
         .values(updated_at=Save.updated_at)
+        .returning(col(Save.last_message_id))
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount == 0:
+    row = result.first()
+    if row is None:
         raise InputError(f"save {save_id!r} does not exist", field="save_id")
+    return row[0]
 
 
 def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
@@ -256,15 +260,10 @@ def write_turn(
     if not users and not segments:
         raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
 
-    existing = _turn_lines(session, save_id, turn_id)
+    leaf = _lock_save(session, save_id)
+    existing = _turn_lines(session, save_id, turn_id)  # written before, or by a lock winner
     if existing:
         return existing
-    _lock_save(session, save_id)
-    existing = _turn_lines(session, save_id, turn_id)  # another worker may have won the lock
-    if existing:
-        return existing
-    save = session.get(Save, save_id, populate_existing=True)
-    assert save is not None  # the lock above proved it exists
     stamp = now or utcnow()
 
     new_lines = [
@@ -286,16 +285,18 @@ def write_turn(
         )
         for s in segments
     ]
-    parent = save.last_message_id
+    parent = leaf
     for line in new_lines:
         line.parent_line_id = parent
         session.add(line)
         session.flush()  # assigns line.id, the next line's parent
         parent = line.id
-    save.last_message_id = parent
-    save.updated_at = stamp
-    session.add(save)
-    session.flush()
+    session.execute(
+        update(Save)
+        .where(col(Save.id) == save_id)
+        .values(last_message_id=parent, updated_at=stamp)
+        .execution_options(synchronize_session="evaluate")
+    )
     return new_lines
 
 

@@ -50,10 +50,6 @@ def submit_turn(deps: TurnDeps, channel: str, raw_event: Any) -> TurnHandle:
         context=decision.context.model_dump(mode="json"),
     )
     row, created = store.create_turn_run(deps.engine, run)
-    if (
-        created
-        and store.is_next_in_scope(deps.engine, row.turn_id)
-        and store.first_publish(deps.engine, row.turn_id)
-    ):
+    if created and store.publish_first_if_next(deps.engine, row):
         deps.publish(row)
     return TurnHandle(row.turn_id, deps.engine, channel=row.channel)

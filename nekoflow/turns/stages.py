@@ -18,7 +18,6 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
@@ -60,7 +59,6 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=BaseModel)
 
-_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 
 _book_caches: dict[int, BookCache] = {}
 
@@ -125,7 +123,7 @@ def _commit_result(s: Session, deps: TurnDeps, turn_id: str, stage: str, result:
     one to a database crash only means the stage runs again.
     """
     if deps.settings.database_async_stage_commits and s.get_bind().dialect.name == "postgresql":
-        s.execute(_ASYNC_COMMIT)
+        s.execute(store.ASYNC_COMMIT)
     try:
         s.commit()
         return result
@@ -178,12 +176,13 @@ def _user_line(req: ChatRequest, dispatch: DispatchResult) -> dict[str, Any]:
 
 def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
     """Claim the turn (per-scope order) and settle who answers: role, save, time gap."""
-    claimed = store.claim(deps.engine, turn_id)
+    claimed, run = store.claim_run(deps.engine, turn_id)
     if claimed == "finished":
         raise TurnNotRunnable(f"turn {turn_id} already finished")
     if claimed == "blocked":
         raise TurnNotRunnable(f"turn {turn_id} waits for an earlier turn of its scope")
-    turn = _load(deps, turn_id)
+    # A turn claimed just now has never run; a redelivered one may have a stored result.
+    turn = _Turn(run, {}) if claimed == "claimed" else _load(deps, turn_id)
     stored = turn.result("dispatch", DispatchResult)
     if stored is not None:
         return stored
@@ -362,7 +361,13 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
     messages = _llm_messages(deps, turn)
     attempts = turn.run.llm_attempts + 1
     # Counts the attempt and refreshes the lease before a call that may take a while.
-    store.touch(deps.engine, turn_id, "llm_call", llm_attempts=attempts)
+    store.touch(
+        deps.engine,
+        turn_id,
+        "llm_call",
+        async_commit=deps.settings.database_async_stage_commits,
+        llm_attempts=attempts,
+    )
     reply = deps.chat_model.complete(  # LLMError propagates: the task layer retries or fails
         messages,
         temperature=deps.settings.llm_temperature,
@@ -483,9 +488,9 @@ def _expiry(deps: TurnDeps, ttl: str) -> Any:
 def _apply(
     deps: TurnDeps, s: Session, turn_id: str, d: DispatchResult, out: ReviewOutput
 ) -> ApplyResult:
-    role = s.get(Role, d.role_id)
     rel = s.get(Relationship, (d.role_id, d.scope_id), with_for_update=True)
     if rel is None:
+        role = s.get(Role, d.role_id)
         start = initial_relationship(role) if role is not None else {}
         rel = Relationship(role_id=d.role_id, scope_id=d.scope_id, **start)
     delta = out.relationship_delta
@@ -568,25 +573,23 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
     m = turn.required("memory_build", MemoryBuildResult)
     out = turn.required("review", ReviewOutput)
     rendered = render(deps, run, m.reply_text)
+    now = utcnow()
+    done = {"status": TurnStatus.done.value, "finished_at": now, "rendered": rendered}
     with Session(deps.engine) as s:
-        if s.get(DeltaLedger, turn_id) is not None:
-            result = _stored(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
-                applied=False
-            )
-        else:
-            s.add(DeltaLedger(turn_id=turn_id))
-            s.flush()
-            result = _apply(deps, s, turn_id, d, out)
-            store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"))
-        deps.cooldowns.record(d.scope_id, turn_id, [e.id for e in b.injected])
-        store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered, session=s)
         try:
+            s.add(DeltaLedger(turn_id=turn_id))
+            s.flush()  # the ledger's primary key: a concurrent apply of this turn fails here
+            result = _apply(deps, s, turn_id, d, out)
+            store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
+            # Idempotent per turn_id, so a rollback below followed by a retry counts once.
+            deps.cooldowns.record(d.scope_id, turn_id, [e.id for e in b.injected])
             s.commit()
         except IntegrityError:
-            s.rollback()
+            s.rollback()  # applied by a concurrent delivery: its result stands
             result = _stored(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
                 applied=False
             )
+            store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)
     handoff(deps, run)
     return result
 

@@ -13,15 +13,19 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import and_, func, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, ScopeCounter, TurnRun, TurnStage, TurnStatus
+
+ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+"""Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
 
 
 def _next_seq(session: Session, scope_id: str) -> int:
@@ -95,40 +99,74 @@ def blocking_predecessor(session: Session, run: TurnRun) -> TurnRun | None:
     ).first()
 
 
-def is_next_in_scope(engine: Engine, turn_id: str) -> bool:
-    """True when every earlier turn of this turn's scope has finished."""
-    with Session(engine) as s:
-        run = s.get(TurnRun, turn_id)
-        return run is not None and blocking_predecessor(s, run) is None
-
-
 def claim(engine: Engine, turn_id: str) -> str:
     """Try to start a turn: returns ``"claimed"``, ``"running"`` (already started — a
     redelivery), ``"blocked"`` (an earlier turn of the scope is unfinished) or ``"finished"``.
     """
+    return claim_run(engine, turn_id)[0]
+
+
+def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
+    """:func:`claim`, also returning the run as it is after the claim."""
     now = utcnow()
-    with Session(engine) as s:
+    with Session(engine, expire_on_commit=False) as s:
         run = s.get(TurnRun, turn_id)
         if run is None:
             raise LookupError(f"turn_id: no turn {turn_id!r}")
         if run.status in FINISHED:
-            return "finished"
+            return "finished", run
         if run.status == TurnStatus.running:
-            return "running"
+            return "running", run
         if blocking_predecessor(s, run) is not None:
-            return "blocked"
+            return "blocked", run
         res = s.exec(  # type: ignore[call-overload]
             update(TurnRun)
             .where(and_(TurnRun.turn_id == turn_id, TurnRun.status == TurnStatus.queued.value))
             .values(status=TurnStatus.running.value, started_at=now, updated_at=now)
+            .execution_options(synchronize_session=False)
         )
         s.commit()
-        return "claimed" if res.rowcount == 1 else "running"
+        if res.rowcount != 1:
+            return "running", run
+        run.status, run.started_at, run.updated_at = TurnStatus.running.value, now, now
+        return "claimed", run
 
 
-def touch(engine: Engine, turn_id: str, stage: str, **fields: Any) -> None:
-    """Record progress: the last stage reached, ``updated_at`` now, and any extra columns."""
+def publish_first_if_next(engine: Engine, run: TurnRun) -> bool:
+    """Claim the first publication of ``run`` when every earlier turn of its scope has finished.
+
+    One conditional UPDATE: exactly one caller wins, and only while the turn is next in line.
+    """
+    earlier = aliased(TurnRun)
+    blocked = (
+        select(earlier.turn_id)
+        .where(
+            earlier.scope_id == run.scope_id,
+            earlier.seq < run.seq,  # type: ignore[operator]
+            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
+        )
+        .exists()
+    )
     with Session(engine) as s:
+        res = s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(TurnRun.turn_id == run.turn_id, TurnRun.publishes == 0, ~blocked)
+            .values(publishes=1, updated_at=utcnow())
+        )
+        s.commit()
+        return res.rowcount == 1
+
+
+def touch(
+    engine: Engine, turn_id: str, stage: str, *, async_commit: bool = False, **fields: Any
+) -> None:
+    """Record progress: the last stage reached, ``updated_at`` now, and any extra columns.
+
+    ``async_commit``: on PostgreSQL, do not wait for the WAL flush (bookkeeping only).
+    """
+    with Session(engine) as s:
+        if async_commit and engine.dialect.name == "postgresql":
+            s.execute(ASYNC_COMMIT)
         s.exec(  # type: ignore[call-overload]
             update(TurnRun)
             .where(TurnRun.turn_id == turn_id)  # type: ignore[arg-type]
