@@ -76,6 +76,9 @@ def follow(
         task = bar.add_task("rereview", total=p.estimated_turns or 1, job=job_id)
         while True:
             p = store.progress(engine, job_id)
+            if p.status == JobStatus.running and p.batches_done == p.batches:
+                store.finish_if_complete(engine, job_id)  # belt and braces for lost finishes
+                p = store.progress(engine, job_id)
             bar.update(task, completed=p.turns_done, total=max(p.estimated_turns, 1))
             if p.status != JobStatus.running:
                 break

@@ -146,6 +146,7 @@ def _run_batch(
         if job is None or batch is None:
             raise InputError(f"no batch {batch_no} of re-review job {job_id}", field="batch_no")
         if batch.status == JobStatus.done:
+            store.finish_if_complete(engine, job_id)
             return {"job_id": job_id, "batch_no": batch_no, "already_done": True}
         version, dry_run = job.reviewer_version, job.dry_run
         if spec.version() != version:
@@ -181,6 +182,7 @@ def _run_batch(
         counts = tally(outcomes, written)
         finished = store.finish_batch(s, job_id, batch_no, counts)
         s.commit()
+    store.finish_if_complete(engine, job_id)
     return {
         "job_id": job_id,
         "batch_no": batch_no,

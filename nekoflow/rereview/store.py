@@ -195,10 +195,7 @@ def restart_job(engine: Engine, job_id: int) -> None:
             .values(status=JobStatus.pending, error=None)
         )
         s.commit()
-    # a job whose batches are all done already is finished
-    with Session(engine) as s:
-        _finish_if_complete(s, job_id)
-        s.commit()
+    finish_if_complete(engine, job_id)  # a job whose batches are all done already is finished
 
 
 def load_batch(s: Session, job_id: int, batch_no: int) -> ReviewBatch | None:
@@ -307,8 +304,8 @@ def _finish_if_complete(s: Session, job_id: int) -> None:
 
 
 def finish_batch(s: Session, job_id: int, batch_no: int, tally: dict[str, Any]) -> bool:
-    """Mark the batch done with its tally (in the caller's transaction) and finish the job when it
-    was the last. False when another run of the batch finished it first."""
+    """Mark the batch done with its tally (in the caller's transaction); False when another run of
+    the batch finished it first. Call :func:`finish_if_complete` after the commit."""
     result: Any = s.execute(
         update(ReviewBatch)
         .where(
@@ -318,11 +315,16 @@ def finish_batch(s: Session, job_id: int, batch_no: int, tally: dict[str, Any]) 
         )
         .values(status=JobStatus.done, done_at=utcnow(), error=None, **tally)
     )
-    if result.rowcount == 0:
-        return False
-    s.flush()
-    _finish_if_complete(s, job_id)
-    return True
+    return bool(result.rowcount)
+
+
+def finish_if_complete(engine: Engine, job_id: int) -> None:
+    """Mark the job done when all its batches are. Run after a batch commits (in a transaction of
+    its own): concurrent last batches cannot both miss each other's done mark, as they could inside
+    their own transactions."""
+    with Session(engine) as s:
+        _finish_if_complete(s, job_id)
+        s.commit()
 
 
 def fail_batch(engine: Engine, job_id: int, batch_no: int, error: str) -> None:
