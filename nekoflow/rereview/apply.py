@@ -128,6 +128,22 @@ def _rewrite(
     return len(new), len(stored)
 
 
+def _by_tag(s: Session, model: Any, save: Save, tags: set[str]) -> defaultdict[str, list[Any]]:
+    """The scope's rows of ``model`` (memories or plot nodes) that belong to these turns."""
+    found: defaultdict[str, list[Any]] = defaultdict(list)
+    rows = s.scalars(
+        select(model).where(
+            col(model.role_id) == save.role_id,
+            col(model.scope_id) == save.scope_id,
+            col(model.turn_id).is_not(None),
+        )
+    )
+    for row in rows:
+        if row.turn_id in tags:
+            found[row.turn_id].append(row)
+    return found
+
+
 def apply_save(
     engine: Engine, save_id: int, version: str, settings: Settings, summary: ApplySummary
 ) -> None:
@@ -176,26 +192,8 @@ def apply_save(
             )
         )
         tags = {tag(r) for r in records}
-        mems: dict[str, list[MemoryRecord]] = defaultdict(list)
-        for m in s.scalars(
-            select(MemoryRecord).where(
-                col(MemoryRecord.role_id) == save.role_id,
-                col(MemoryRecord.scope_id) == save.scope_id,
-                col(MemoryRecord.turn_id).is_not(None),
-            )
-        ):
-            if m.turn_id in tags:
-                mems[m.turn_id].append(m)
-        plots: dict[str, list[PlotNode]] = defaultdict(list)
-        for p in s.scalars(
-            select(PlotNode).where(
-                col(PlotNode.role_id) == save.role_id,
-                col(PlotNode.scope_id) == save.scope_id,
-                col(PlotNode.turn_id).is_not(None),
-            )
-        ):
-            if p.turn_id in tags:
-                plots[p.turn_id].append(p)
+        mems: dict[str, list[MemoryRecord]] = _by_tag(s, MemoryRecord, save, tags)
+        plots: dict[str, list[PlotNode]] = _by_tag(s, PlotNode, save, tags)
         for rec in records:
             out = ReviewOutput.model_validate(rec.output)
             w, d = _rewrite(

@@ -4,7 +4,6 @@ and real ``celery worker`` processes on the ``review`` queue (the Workers helper
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,7 @@ from nekoflow.settings import Settings, get_settings
 from nekoflow.storage import reset_engine
 from nekoflow.storage.dialogue import Line, Role, Save
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -122,14 +122,7 @@ class Convo:
 
 def add_role(engine: Engine, name: str = "钦灵", **initial: int) -> int:
     """A role with the given initial relationship over the defaults."""
-    base = {
-        "affection": 50,
-        "trust": 50,
-        "familiarity": 30,
-        "dependency": 30,
-        "security": 50,
-        "jealousy": 0,
-    }
+    base = dict(DEFAULT_RELATIONSHIP)
     with Session(engine) as s:
         role = Role.new(name, initial_relationship={**base, **initial})
         s.add(role)
@@ -196,20 +189,7 @@ def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     get_settings.cache_clear()
 
 
-@pytest.fixture
-def worker_env(db_url: str, redis_url: str, tmp_path: Path) -> dict[str, str]:
-    """Environment of worker processes: the test database, the test Redis as broker/backend."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
-    env.update(
-        NEKOFLOW_DATABASE_URL=db_url,
-        NEKOFLOW_REDIS_URL=redis_url,
-        NEKOFLOW_BROKER_URL=redis_url,
-        NEKOFLOW_RESULT_BACKEND=redis_url,
-        NEKOFLOW_REDIS_PREFIX="nftest",
-        NEKOFLOW_RUNTIME_CONFIG_PATH=str(tmp_path / "absent-config.ini"),
-        PYTHONPATH=str(REPO),
-    )
-    return env
+worker_env = _shared.worker_env  # the same worker environment as tests/turns
 
 
 @pytest.fixture

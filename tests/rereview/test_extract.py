@@ -11,6 +11,7 @@ from nekoflow.memory.history import load_history_rows
 from nekoflow.rereview import RunInfo, extract_turns, review_input
 from nekoflow.rereview.store import load_runs
 from nekoflow.review.models import ReviewInput
+from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
 from tests.rereview.conftest import T0, Convo, add_role, add_turn_run
 
 
@@ -80,14 +81,7 @@ def test_review_input_matches_the_live_shape(engine, role_id) -> None:
     c.turn("我相信你", "嗯嗯", turn_id="t-9")
     add_turn_run(engine, "t-9", c.scope_id, choice={"level": "turning_point", "text": "留下"})
     ext, runs = _extract(engine, c)
-    rel = {
-        "affection": 50,
-        "trust": 50,
-        "familiarity": 30,
-        "dependency": 30,
-        "security": 50,
-        "jealousy": 0,
-    }
+    rel = dict(DEFAULT_RELATIONSHIP)
     got = review_input(ext.turns[0], rel, runs["t-9"])
     # the fields nekoflow.turns.stages.review_input fills, with the same values
     expected = ReviewInput(
