@@ -53,6 +53,7 @@ def configure(args: argparse.Namespace) -> str:
         NEKOFLOW_BROKER_URL=args.redis_url,
         NEKOFLOW_RESULT_BACKEND=args.redis_url,
         NEKOFLOW_LLM_PROVIDER="scripted",
+        NEKOFLOW_EVENT_BUS="redis",  # turn.finished tells the benchmark a turn ended
     )
     return db_url
 
@@ -159,7 +160,6 @@ class Turns:
         self.enqueue = enqueue_turn
         self.engine = get_deps().engine
         self.done_count = select(func.count()).where(TurnRun.status.in_(["done", "failed"]))  # type: ignore[attr-defined]
-        self.status_of = lambda turn_id: select(TurnRun.status).where(TurnRun.turn_id == turn_id)
         self.n = 0
 
     def _event(self, session: str) -> dict:
@@ -190,13 +190,25 @@ class Turns:
             return n / elapsed, int(failed.scalar() or 0)
 
     def isolated(self, k: int) -> list[float]:
+        """Latency from enqueue to the worker's ``turn.finished`` event (no polling)."""
+        import redis
+
+        from nekoflow.events_redis import RedisEventBus
+        from nekoflow.settings import get_settings
+
+        settings = get_settings()
+        bus = RedisEventBus(redis.Redis.from_url(settings.redis_url), prefix=settings.redis_prefix)
         out = []
-        for i in range(k):
-            start = time.perf_counter()
-            handle = self.enqueue("web", self._event(f"iso-{i}"))
-            while self._scalar(self.status_of(handle.turn_id)) not in ("done", "failed"):
-                time.sleep(0.001)
-            out.append((time.perf_counter() - start) * 1000)
+        with bus.subscribe("turn.finished") as events:
+            for i in range(k):
+                start = time.perf_counter()
+                handle = self.enqueue("web", self._event(f"iso-{i}"))
+                while (event := events.get(timeout=30)) is not None:
+                    if event.payload.get("turn_id") == handle.turn_id:
+                        break
+                else:
+                    raise RuntimeError(f"turn {handle.turn_id} did not finish")
+                out.append((time.perf_counter() - start) * 1000)
         return out
 
 

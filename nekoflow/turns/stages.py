@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
 from nekoflow.channels import ChannelRuntimeContext, ChatRequest
+from nekoflow.events import Event
 from nekoflow.memory import build_memory, parse_reply
 from nekoflow.memory.history import get_or_create_save, load_history_rows, write_turn
 from nekoflow.memory.reply import ReplySegment
@@ -590,6 +591,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
                 applied=False
             )
             store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)
+    announce(deps, run, TurnStatus.done)
     handoff(deps, run)
     return result
 
@@ -626,7 +628,25 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
         log.exception("turn %s: could not render the failure reply", turn_id)
         rendered = [{"type": "text", "content": deps.settings.failure_reply}]
     store.finish(deps.engine, turn_id, TurnStatus.failed, reason=reason[:2000], rendered=rendered)
+    announce(deps, run, TurnStatus.failed, reason=reason[:2000])
     handoff(deps, run)
+
+
+def announce(deps: TurnDeps, run: TurnRun, status: TurnStatus, reason: str | None = None) -> None:
+    """Emit ``turn.finished`` (ids, status and reason; never the text) once the turn's end is
+    committed, so waiters (the Web API, adapters, benchmarks) need not poll the database."""
+    event = Event(
+        type="turn.finished",
+        source="nekoflow.turns",
+        conversation_id=run.scope_id,
+        character_id=str(run.role_id) if run.role_id is not None else run.character_id,
+        payload={"turn_id": run.turn_id, "channel": run.channel, "status": status.value}
+        | ({"reason": reason} if reason else {}),
+    )
+    try:
+        deps.events.emit(event)
+    except Exception:  # observers never break a turn
+        log.exception("turn %s: could not emit turn.finished", run.turn_id)
 
 
 def handoff(deps: TurnDeps, run: TurnRun) -> None:

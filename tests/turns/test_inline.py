@@ -40,7 +40,12 @@ def test_turn_runs_end_to_end(deps, published, role) -> None:
         assert lines[0].attribute == "user" and lines[0].content.startswith("你好呀钦灵")
         assert all(line.turn_id == handle.turn_id for line in lines)
         assert {st.stage for st in s.exec(select(TurnStage)).all()} == set(STAGE_FUNCS)
-    assert deps.events.types[:5] == list(REVIEW_EVENTS)
+    assert deps.events.types == [*REVIEW_EVENTS, "turn.finished"]
+    finished = deps.events.events[-1]
+    assert finished.payload == {"turn_id": handle.turn_id, "channel": "web", "status": "done"}
+    assert finished.conversation_id == "web:conversation:sess1"
+    assert finished.character_id == str(role.id)
+    assert "你好呀" not in finished.to_json()  # ids and status only, never the text
 
 
 def test_stages_are_idempotent(deps, role) -> None:
@@ -113,6 +118,8 @@ def test_llm_keeps_failing_fails_cleanly(deps, published, role) -> None:
         assert s.get(Relationship, (role.id, run.scope_id)) is None
         assert s.exec(select(MemoryRecord)).all() == []
     assert published[-1] == nxt.turn_id  # the scope moved on
+    [finished] = [e for e in deps.events.events if e.type == "turn.finished"]
+    assert finished.payload["status"] == "failed" and "LLMServerError" in finished.payload["reason"]
 
 
 def test_non_retryable_llm_failure_fails_at_once(deps) -> None:
