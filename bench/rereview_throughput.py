@@ -276,7 +276,7 @@ def main() -> None:
                     "-n",
                     f"bench{i}@%h",
                     "-l",
-                    "WARNING",
+                    "INFO",
                     "--without-gossip",
                     "--without-mingle",
                     "-E",
@@ -288,7 +288,13 @@ def main() -> None:
                 start_new_session=True,
             )
         )
-    time.sleep(5)
+    # Publish only once every worker has declared the review queue (and is consuming).
+    deadline = time.monotonic() + 60
+    for i, p in enumerate(procs):
+        while "ready." not in (logs / f"w{i}.log").read_text(errors="replace"):
+            if p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker {i} did not start; see {logs / f'w{i}.log'}")
+            time.sleep(0.1)
     from tasks.rereview import dispatch
 
     settings = Settings(database_url=db_url)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,9 +60,21 @@ def _broker_configured() -> bool:
 
 
 def follow(
-    engine: Any, job_id: int, *, poll: float, runner: threading.Thread | None
+    engine: Any,
+    job_id: int,
+    *,
+    poll: float,
+    runner: threading.Thread | None,
+    resend: Callable[[list[int]], None] | None = None,
+    stall_seconds: float = 120.0,
 ) -> store.Progress:
-    """Show the job's progress (read from the database) until it is done or fails."""
+    """Show the job's progress (read from the database) until it is done or fails.
+
+    With ``resend`` (worker mode), when no batch is running and none has finished for
+    ``stall_seconds`` while some were never started, those are published again: a message the
+    broker lost must not hang the job (batches are idempotent; a duplicate returns at once).
+    """
+    last_done, last_change = -1, time.monotonic()
     columns = (
         TextColumn("[bold]job {task.fields[job]}"),
         BarColumn(),
@@ -87,6 +100,22 @@ def follow(
             if runner is not None and not runner.is_alive() and p.status == JobStatus.running:
                 p = store.progress(engine, job_id)
                 break
+            if p.turns_done != last_done:
+                last_done, last_change = p.turns_done, time.monotonic()
+            elif (
+                resend is not None
+                and p.batches_running == 0
+                and time.monotonic() - last_change > stall_seconds
+            ):
+                # Nothing running, nothing finishing, work left: those messages are gone.
+                waiting = store.pending_batches(engine, job_id, only_pending=True)
+                if waiting:
+                    console.print(
+                        f"[yellow]no progress for {stall_seconds:.0f} s: re-sending "
+                        f"{len(waiting)} batch(es) no worker has started[/yellow]"
+                    )
+                    resend(waiting)
+                last_change = time.monotonic()
             time.sleep(poll)
     return p
 
@@ -246,12 +275,18 @@ def rereview_command(
 
         runner = threading.Thread(target=work, name="rereview-inline", daemon=True)
         runner.start()
-    elif pending:
+    resend: Callable[[list[int]], None] | None = None
+    if pending and not use_inline:
         from tasks.rereview import dispatch
 
-        dispatch(job.id, pending, job.mode)
+        job_id, job_mode = job.id, job.mode
+        dispatch(job_id, pending, job_mode)
+
+        def resend(batches: list[int]) -> None:
+            dispatch(job_id, batches, job_mode)
+
     try:
-        p = follow(engine, job.id, poll=poll, runner=runner)
+        p = follow(engine, job.id, poll=poll, runner=runner, resend=resend)
     except KeyboardInterrupt:
         stop.set()
         console.print(f"[yellow]interrupted: resume with `nekoflow rereview --resume {job.id}`")

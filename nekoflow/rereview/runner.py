@@ -148,6 +148,7 @@ def _run_batch(
         if batch.status == JobStatus.done:
             store.finish_if_complete(engine, job_id)
             return {"job_id": job_id, "batch_no": batch_no, "already_done": True}
+        store.start_batch(engine, job_id, batch_no)
         version, dry_run = job.reviewer_version, job.dry_run
         if spec.version() != version:
             raise InputError(

@@ -170,12 +170,15 @@ def get_job(engine: Engine, job_id: int) -> ReviewJob:
     return job
 
 
-def pending_batches(engine: Engine, job_id: int) -> list[int]:
-    """Batch numbers of the job that are not done (pending, running or failed), in order."""
+def pending_batches(engine: Engine, job_id: int, *, only_pending: bool = False) -> list[int]:
+    """Batch numbers of the job that are not done (pending, running or failed), in order;
+    ``only_pending``: those no worker has started."""
+    status = col(ReviewBatch.status)
+    cond = status == JobStatus.pending if only_pending else status != JobStatus.done
     with Session(engine) as s:
         rows = s.scalars(
             select(col(ReviewBatch.batch_no))
-            .where(col(ReviewBatch.job_id) == job_id, col(ReviewBatch.status) != JobStatus.done)
+            .where(col(ReviewBatch.job_id) == job_id, cond)
             .order_by(col(ReviewBatch.batch_no))
         ).all()
     return [int(r) for r in rows]
@@ -303,6 +306,21 @@ def _finish_if_complete(s: Session, job_id: int) -> None:
     )
 
 
+def start_batch(engine: Engine, job_id: int, batch_no: int) -> None:
+    """Mark a pending batch running (a worker has picked it up)."""
+    with Session(engine) as s:
+        s.execute(
+            update(ReviewBatch)
+            .where(
+                col(ReviewBatch.job_id) == job_id,
+                col(ReviewBatch.batch_no) == batch_no,
+                col(ReviewBatch.status) == JobStatus.pending,
+            )
+            .values(status=JobStatus.running)
+        )
+        s.commit()
+
+
 def finish_batch(s: Session, job_id: int, batch_no: int, tally: dict[str, Any]) -> bool:
     """Mark the batch done with its tally (in the caller's transaction); False when another run of
     the batch finished it first. Call :func:`finish_if_complete` after the commit."""
@@ -349,6 +367,7 @@ class Progress(BaseModel):
     batches: int
     batches_done: int
     batches_failed: int
+    batches_running: int = 0
     turns_done: int
     estimated_turns: int
     error: str | None = None
@@ -360,10 +379,11 @@ def progress(engine: Engine, job_id: int) -> Progress:
         job = s.get(ReviewJob, job_id)
         if job is None:
             raise InputError(f"no re-review job {job_id}", field="job_id")
-        done, failed, turns, est_done, err = s.execute(
+        done, failed, running, turns, est_done, err = s.execute(
             select(
                 func.count().filter(col(ReviewBatch.status) == JobStatus.done),
                 func.count().filter(col(ReviewBatch.status) == JobStatus.failed),
+                func.count().filter(col(ReviewBatch.status) == JobStatus.running),
                 func.coalesce(func.sum(ReviewBatch.turns), 0),
                 func.coalesce(
                     func.sum(ReviewBatch.estimated_turns).filter(
@@ -381,6 +401,7 @@ def progress(engine: Engine, job_id: int) -> Progress:
         batches=job.batches,
         batches_done=int(done),
         batches_failed=int(failed),
+        batches_running=int(running),
         turns_done=int(turns),
         estimated_turns=max(estimate, int(turns)),
         error=job.error or err,

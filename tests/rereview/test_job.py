@@ -262,3 +262,50 @@ def test_export_jsonl_and_csv(engine, db_url, role_id, tmp_path: Path) -> None:
         table = list(csv.DictReader(fh))
     assert len(table) == 10 and table[0]["reviewer_version"] == VERSION
     assert [r["turn_key"] for r in table] == [r["turn_key"] for r in rows]
+
+
+def test_follow_resends_batches_no_worker_ever_started(engine, db_url, role_id) -> None:
+    from nekoflow.rereview.cli import follow
+
+    build_history(engine, role_id, scopes=4, turns=5)
+    job = _job(engine, batch_size=6)
+    assert job.batches >= 2
+    resent: list[list[int]] = []
+
+    def resend(batches: list[int]) -> None:  # the "broker" delivers the re-sent messages
+        resent.append(batches)
+        run_inline(engine, job.id, batches, _spec(db_url))
+
+    # The first publication was lost: nothing runs, nothing finishes, until the re-send.
+    p = follow(engine, job.id, poll=0.05, runner=None, resend=resend, stall_seconds=0.3)
+    assert resent == [list(range(job.batches))]
+    assert p.status == "done" and p.batches_done == job.batches
+    assert _records(engine) == _expected(engine)
+
+
+def test_follow_never_resends_while_a_batch_runs(engine, db_url, role_id) -> None:
+    from nekoflow.rereview.cli import follow
+    from nekoflow.rereview.store import progress, start_batch
+
+    build_history(engine, role_id, scopes=2, turns=3)
+    job = _job(engine, batch_size=3)
+    start_batch(engine, job.id, 0)  # a long LLM batch, say: running, nothing finished yet
+    calls: list[list[int]] = []
+
+    def resend(batches: list[int]) -> None:
+        calls.append(batches)
+
+    import threading
+
+    def finish_later() -> None:
+        import time
+
+        time.sleep(0.8)
+        run_inline(engine, job.id, pending_batches(engine, job.id), _spec(db_url))
+
+    t = threading.Thread(target=finish_later)
+    t.start()
+    p = follow(engine, job.id, poll=0.05, runner=None, resend=resend, stall_seconds=0.2)
+    t.join()
+    assert calls == [] and p.status == "done"
+    assert progress(engine, job.id).batches_running == 0
