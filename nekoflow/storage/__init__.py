@@ -5,6 +5,7 @@ from nekoflow.storage.engine import (
     get_engine,
     make_engine,
     normalize_url,
+    read_session,
     reset_engine,
     session_scope,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "get_engine",
     "make_engine",
     "normalize_url",
+    "read_session",
     "reset_engine",
     "session_scope",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,6 +53,18 @@ def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
     kwargs.setdefault("pool_pre_ping", False)
     kwargs.setdefault("pool_recycle", 1800)
     return create_engine(url, echo=echo, **kwargs)
+
+
+_autocommit: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def read_session(engine: Engine) -> Session:
+    """A session for reads only, on an autocommit connection: no BEGIN/ROLLBACK round trips
+    (each statement sees what was committed when it ran). Never commit through it."""
+    reader = _autocommit.get(engine)
+    if reader is None:
+        reader = _autocommit[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return Session(reader, expire_on_commit=False)
 
 
 def create_all(engine: Engine) -> None:

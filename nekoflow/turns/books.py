@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import select
 
+from nekoflow.storage import read_session
 from nekoflow.storage.worldbook import WorldBookRow
 from nekoflow.worldbook import WorldBook
 from nekoflow.worldbook.store import WorldBookStore
@@ -22,7 +23,7 @@ class BookCache:
         self._lock = threading.Lock()
 
     def _version(self) -> tuple[tuple[str, str, str], ...]:
-        with Session(self._engine) as s:
+        with read_session(self._engine) as s:
             rows = s.exec(
                 select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)
             ).all()

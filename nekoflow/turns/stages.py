@@ -28,6 +28,7 @@ from nekoflow.memory.history import get_or_create_save, load_history_rows, write
 from nekoflow.memory.reply import ReplySegment
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewInput, ReviewOutput
 from nekoflow.review.timegap import real_time_context
+from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Line, Role, utcnow
 from nekoflow.storage.turns import (
     FINISHED,
@@ -104,7 +105,7 @@ def _running(deps: TurnDeps, turn_id: str, stage: str) -> _Turn:
 
 
 def _stored(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R | None:
-    with Session(deps.engine) as s:
+    with read_session(deps.engine) as s:
         data = store.get_stage(s, turn_id, stage)
     return None if data is None else model.model_validate(data)
 
@@ -276,7 +277,7 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
     d = turn.required("dispatch", DispatchResult)
     req = _request(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
-    with Session(deps.engine) as s:
+    with read_session(deps.engine) as s:
         role = s.get(Role, d.role_id)
         if role is None:
             raise TurnFailed(f"character {d.role_id} was deleted")
@@ -341,7 +342,7 @@ def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
 def _llm_messages(deps: TurnDeps, turn: _Turn) -> list[dict[str, str]]:
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
-    with Session(deps.engine) as s:
+    with read_session(deps.engine) as s:
         history = _history_messages(deps, s, d, turn.run.turn_id)
     return [
         {"role": "system", "content": b.system_prompt},

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
+from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, ScopeCounter, TurnRun, TurnStage, TurnStatus
 
@@ -79,7 +80,7 @@ def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
 
 def get_run(engine: Engine, turn_id: str) -> TurnRun | None:
     """The TurnRun row, or None."""
-    with Session(engine, expire_on_commit=False) as s:
+    with read_session(engine) as s:
         return s.get(TurnRun, turn_id)
 
 
@@ -177,7 +178,7 @@ def touch(
 
 def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
     """The TurnRun row and every stored stage result of the turn, in one read (two queries)."""
-    with Session(engine, expire_on_commit=False) as s:
+    with read_session(engine) as s:
         run = s.get(TurnRun, turn_id)
         if run is None:
             return None, {}
@@ -234,7 +235,7 @@ def finish(
 
 def next_queued_in_scope(engine: Engine, scope_id: str) -> TurnRun | None:
     """The earliest queued turn of a scope whose predecessors have all finished, if any."""
-    with Session(engine, expire_on_commit=False) as s:
+    with read_session(engine) as s:
         first_open = s.exec(
             select(TurnRun)
             .where(
