@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from celery.contrib.testing.worker import start_worker
+from celery.contrib.testing.worker import TestWorkController, setup_app_for_worker
+from celery.utils.nodenames import anon_nodename
+from celery.worker import state as worker_state
 
 from nekoflow.settings import Settings
 from nekoflow.turns.deps import TurnDeps
 from tasks.app import app
 from tasks.runtime import set_deps
 from tasks.turns import publish_turn
+
+STOP_WAIT_SECONDS = 0.5
+"""How long leaving the embedded worker waits for its thread (a daemon) to wind down."""
 
 
 def broker_configured() -> bool:
@@ -47,15 +53,40 @@ def embedded_worker(settings: Settings, *, concurrency: int = 2) -> Iterator[Tur
     set_deps(deps)
     logging.getLogger("celery").setLevel(logging.WARNING)
     try:
-        with start_worker(
-            app,
-            pool="threads",
-            concurrency=concurrency,
-            perform_ping_check=False,
-            loglevel="WARNING",
-            queues=["turns", "llm"],
-            shutdown_timeout=30,
-        ):
+        with _worker_thread(concurrency):
             yield deps
     finally:
         set_deps(None)
+
+
+@contextmanager
+def _worker_thread(concurrency: int) -> Iterator[None]:
+    """A worker consuming ``turns`` and ``llm`` in a daemon thread of this process.
+
+    Leaving the block asks it to stop and waits briefly: everything the caller waited for has
+    finished, and the idle consumer loop would otherwise take seconds to notice (it drains the
+    in-memory queues with a timeout), which a one-shot command should not make its user wait.
+    """
+    setup_app_for_worker(app, "WARNING", None)
+    worker = TestWorkController(
+        app=app,
+        concurrency=concurrency,
+        hostname=anon_nodename(),
+        pool="threads",
+        loglevel="WARNING",
+        logfile=None,
+        ready_callback=None,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+        queues=["turns", "llm"],
+    )
+    thread = threading.Thread(target=worker.start, name="nekoflow-embedded-worker", daemon=True)
+    thread.start()
+    worker.ensure_started()
+    try:
+        yield
+    finally:
+        worker_state.should_terminate = 0
+        thread.join(STOP_WAIT_SECONDS)
+        worker_state.should_terminate = None
