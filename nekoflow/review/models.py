@@ -180,7 +180,9 @@ class ReviewInput(_Model):
         if v is None:
             return None
         level = v.get("level")
-        if level is not None and level not in ChoiceLevel.__members__:
+        # isinstance first: an unhashable level (a list, a dict) must be a ValidationError too,
+        # not the TypeError of a membership test.
+        if level is not None and not (isinstance(level, str) and level in ChoiceLevel.__members__):
             raise ValueError(
                 f"selected_choice.level must be one of {', '.join(ChoiceLevel)}; got {level!r}"
             )
@@ -198,7 +200,9 @@ class ReviewInput(_Model):
             v = v.model_dump(mode="json")
         if isinstance(v, dict):
             level = v.get("continuity_level")
-            if level is not None and level not in ContinuityLevel.__members__:
+            if level is not None and not (
+                isinstance(level, str) and level in ContinuityLevel.__members__
+            ):
                 raise ValueError(
                     "real_time_context.continuity_level must be one of "
                     f"{', '.join(ContinuityLevel)}; got {level!r}"

@@ -589,6 +589,12 @@ def test_llm_that_cannot_be_called_is_a_config_error() -> None:
         ({"real_time_context": {"continuity_level": "forever"}}, "real_time_context"),
         ({"user_message": None}, "user_message"),
         ({"selected_choice": "important"}, "selected_choice"),
+        # unhashable values: a ValidationError, not the TypeError of a membership test
+        ({"selected_choice": {"level": ["important"]}}, "selected_choice"),
+        ({"selected_choice": {"level": {"x": 1}}}, "selected_choice"),
+        ({"real_time_context": {"continuity_level": {}}}, "real_time_context"),
+        ({"real_time_context": {"continuity_level": ["days"]}}, "real_time_context"),
+        ({"selected_choice": {"level": 3}}, "selected_choice"),
     ],
 )
 def test_bad_review_input_names_the_field(kw: dict[str, Any], field: str) -> None:
