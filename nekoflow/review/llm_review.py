@@ -148,9 +148,40 @@ def clamp_output(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse_review(text: str) -> ReviewOutput:
-    """Turn a model reply into a validated, clamped :class:`ReviewOutput` (source "llm")."""
+def fill_from_rules(data: dict[str, Any], rule: ReviewOutput) -> dict[str, Any]:
+    """Complete a (clamped) LLM answer with the rule review's numbers where the model was silent.
+
+    Choice written down here (SPEC only says "validate, clamp, fall back on failure"): a model that
+    answers valid JSON but leaves parts out has not failed, yet downstream stages need a delta
+    (SPEC: "a delta is always produced") and eight scores. So a missing or null
+    ``relationship_delta`` is the rule review's; each score the model did not give is the rule
+    review's (the four quality scores then come from the AutoState cache, as in rule mode); and
+    when ``should_write_memory`` is absent it is inferred from whether ``memory_items`` is
+    non-empty. Everything the model did say wins.
+    """
+    out = dict(data)
+    if out.get("relationship_delta") is None and rule.relationship_delta is not None:
+        out["relationship_delta"] = rule.relationship_delta.model_dump()
+    if rule.scores is not None:
+        given = out.get("scores")
+        if given is None:
+            out["scores"] = rule.scores.model_dump()
+        elif isinstance(given, dict):
+            out["scores"] = {**rule.scores.model_dump(), **given}
+    if "should_write_memory" not in out and isinstance(out.get("memory_items"), list):
+        out["should_write_memory"] = bool(out["memory_items"])
+    return out
+
+
+def parse_review(text: str, rule: ReviewOutput | None = None) -> ReviewOutput:
+    """Turn a model reply into a validated, clamped :class:`ReviewOutput` (source "llm").
+
+    With ``rule`` (the rule review of the same turn), parts the model left out are filled from it
+    (see :func:`fill_from_rules`).
+    """
     data = clamp_output(extract_json(text))
+    if rule is not None:
+        data = fill_from_rules(data, rule)
     try:
         output = ReviewOutput.model_validate({**data, "source": "llm"})
     except ValidationError as exc:
@@ -215,11 +246,14 @@ def _reply_text(result: Any) -> str | dict[str, Any]:
     raise LLMReviewError(f"LLM returned {type(result).__name__}, not text")
 
 
-def run_llm_review(inp: ReviewInput, llm: ChatModel | Any) -> ReviewOutput:
+def run_llm_review(
+    inp: ReviewInput, llm: ChatModel | Any, rule: ReviewOutput | None = None
+) -> ReviewOutput:
     """Ask ``llm`` to review ``inp``; raise :class:`LLMReviewError` with the reason on failure.
 
     ``llm`` is a :class:`ChatModel`; an object with ``chat(messages)`` (sync or async) or a plain
     callable taking the messages works too. It may return a ChatResult, text or a parsed dict.
+    ``rule`` (the rule review of the same turn) fills what the model left out.
     """
     try:
         reply = _reply_text(_call(llm, build_messages(inp)))
@@ -228,5 +262,5 @@ def run_llm_review(inp: ReviewInput, llm: ChatModel | Any) -> ReviewOutput:
     except Exception as exc:  # LLMError and anything a duck-typed client raises
         raise LLMReviewError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
     if isinstance(reply, dict):
-        return parse_review(json.dumps(reply, ensure_ascii=False, default=str))
-    return parse_review(reply)
+        return parse_review(json.dumps(reply, ensure_ascii=False, default=str), rule)
+    return parse_review(reply, rule)

@@ -3,6 +3,8 @@
 Events, in order: review.started, review.memory.scored, review.relationship.scored,
 review.plot.scored, review.finished. LLM mode falls back to the rule review on any failure and
 records why in ``ReviewOutput.fallback_reason``; its quality scores feed the AutoState cache.
+A valid LLM answer that leaves out the delta or some scores is completed from the rule review of
+the same turn (see :func:`nekoflow.review.llm_review.fill_from_rules`).
 Observers never break a review: a bus or AutoState store that raises is logged and ignored.
 """
 
@@ -88,8 +90,10 @@ class ReviewPipeline:
     def _review(self, inp: ReviewInput) -> ReviewOutput:
         if self.mode == "rule":
             return run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
+        # The rule review answers when the LLM fails, and fills what a valid LLM answer left out.
+        rule = run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
         try:
-            output = run_llm_review(inp, self.llm)
+            output = run_llm_review(inp, self.llm, rule)
         except Exception as exc:  # any failure (model setup, call, parsing) → rule review
             reason = (
                 exc.reason
@@ -97,9 +101,8 @@ class ReviewPipeline:
                 else f"LLM review failed: {type(exc).__name__}: {exc}"
             )
             log.warning("LLM review fell back to rules: %s", reason)
-            output = run_rule_review(inp, keywords=self.keywords, autostate=self.autostate)
-            output.fallback_reason = reason
-            return output
+            rule.fallback_reason = reason
+            return rule
         if output.scores is not None:
             try:
                 self.autostate.set(

@@ -600,3 +600,48 @@ def test_llm_that_cannot_be_called_is_a_config_error() -> None:
 def test_bad_review_input_names_the_field(kw: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         ReviewPipeline(autostate=InMemoryAutoState()).run(kw)
+
+
+# --- LLM mode: a valid but partial answer is completed from the rule review -----------------------
+
+
+def test_llm_answer_without_delta_or_scores_gets_the_rules_numbers() -> None:
+    inp = {"conversation_id": "v", "character_id": "c", "user_id": "u", "user_message": "谢谢你"}
+    out = ReviewPipeline(mode="llm", llm=lambda _m: "{}", autostate=InMemoryAutoState()).run(inp)
+    assert out.source == "llm" and out.fallback_reason is None
+    # SPEC: "a delta is always produced" — the model said nothing, so the rules' delta stands
+    assert out.relationship_delta.as_dict()["trust"] == 1
+    assert out.relationship_delta.familiarity == 1
+    assert out.scores.memory_value == 0.2 and out.scores.user_engagement == 0.3
+
+
+def test_llm_scores_it_gave_win_and_the_rest_come_from_the_rules() -> None:
+    cache = InMemoryAutoState()
+    reply = {"scores": {"immersion": 3, "risk": -1}, "relationship_delta": {"affection": 99}}
+    inp = ReviewInput(conversation_id="v", character_id="c", user_id="u", user_message="谢谢你")
+    out = ReviewPipeline(mode="llm", llm=lambda _m: json.dumps(reply), autostate=cache).run(inp)
+    assert out.source == "llm"
+    assert (out.scores.immersion, out.scores.risk) == (1.0, 0.0)  # clamped
+    assert out.scores.memory_value == 0.2  # not given → the rules' value, not 0.0
+    assert out.scores.relationship_progress == 0.4
+    assert out.relationship_delta.affection == 5  # clamped; a given delta is the model's own
+    assert out.relationship_delta.trust == 0
+    assert cache.get("c", "u", "v") == {
+        "character_fidelity": 0.0,
+        "immersion": 1.0,
+        "world_consistency": 0.0,
+        "risk": 0.0,
+    }
+
+
+def test_llm_memory_items_without_the_flag_are_written() -> None:
+    reply = {"memory_items": [{"title": "约定", "content": "用户:明天见", "importance": 0.9}]}
+    out = ReviewPipeline(
+        mode="llm", llm=lambda _m: json.dumps(reply), autostate=InMemoryAutoState()
+    ).run({"user_message": "明天见"})
+    assert out.should_write_memory and out.memory_items[0].title == "约定"
+    reply["should_write_memory"] = False  # an explicit "no" still wins
+    out = ReviewPipeline(
+        mode="llm", llm=lambda _m: json.dumps(reply), autostate=InMemoryAutoState()
+    ).run({"user_message": "明天见"})
+    assert not out.should_write_memory and out.memory_items == []
