@@ -103,7 +103,9 @@ class RuntimeConfig(_Section):
         """Validate SPEC's mapping shape (or ini-style ``character_runtime_<channel>`` keys).
 
         Channel entries may be nested under ``character_runtime`` or given flat; values may be
-        strings as in config.ini. Errors are :class:`ConfigError` naming section and key.
+        strings as in config.ini. Other top-level keys belong to other parts of the application
+        config and are ignored (as other config.ini sections are); inside the character_runtime
+        sections an unknown key is a :class:`ConfigError` naming section and key.
         """
         if not isinstance(data, Mapping):
             raise ConfigError(
@@ -131,8 +133,6 @@ class RuntimeConfig(_Section):
                 config.channels[channel] = ChannelSection(
                     character_runtime=_channel_settings(value, key)
                 )
-            elif key not in (GLOBAL_SECTION, "channels"):
-                raise ConfigError(f"unknown runtime config key {key!r}", field=key)
         return config
 
 

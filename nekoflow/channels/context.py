@@ -116,10 +116,12 @@ class ChannelRuntimeContext(_PositionalModel):
 class ChannelRenderPolicy(_PositionalModel):
     """What a channel can display (seed ``ChannelRenderPolicy``); drives ``render_result``.
 
-    ``max_text_length`` None means unlimited; otherwise replies longer than it are split.
+    ``max_text_length`` None means unlimited; otherwise replies longer than it are split. Mutable
+    like the seed's dataclass (assignments are validated); adapters hand out copies, so changing
+    one never changes the channel's policy.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     supports_stream: bool = False
     supports_markdown: bool = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from configparser import ConfigParser
 from enum import StrEnum
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +25,7 @@ from nekoflow.channels.config import (
     FALLBACK_MEMORY_SCOPE,
     FALLBACK_TRIGGER,
     RuntimeConfig,
+    load_runtime_config,
 )
 from nekoflow.channels.context import (
     ChannelRuntimeContext,
@@ -33,7 +35,53 @@ from nekoflow.channels.context import (
     context_from_request,
     request_field,
 )
-from nekoflow.errors import InputError
+from nekoflow.errors import ConfigError, InputError
+
+_UNSET: Any = object()
+
+
+def _is_config(value: Any) -> bool:
+    return value is None or isinstance(
+        value, RuntimeConfig | Mapping | ConfigParser | str | PurePath
+    )
+
+
+def _as_runtime_config(config: Any) -> RuntimeConfig:
+    if config is None:
+        return RuntimeConfig()
+    if isinstance(config, RuntimeConfig):
+        return config
+    if isinstance(config, ConfigParser):
+        return RuntimeConfig.from_parser(config)
+    if isinstance(config, str | PurePath):
+        return load_runtime_config(config)
+    if isinstance(config, Mapping):
+        return RuntimeConfig.from_mapping(config)
+    raise ConfigError(
+        f"runtime config must be a mapping, RuntimeConfig, ConfigParser or path, "
+        f"got {type(config).__name__}",
+        field="config",
+    )
+
+
+def _as_flag(value: Any) -> bool | None:
+    """A trigger flag's truth: bools as they are, 0/1, "true"/"false"-like strings; anything
+    else (None, a stray object) is "not given" so the next source is consulted."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE_WORDS:
+            return True
+        if text in _FALSE_WORDS:
+            return False
+    return None
+
+
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 
 def _part(value: Any, fallback: str) -> str:
@@ -94,27 +142,56 @@ class CharacterRuntimeContextDispatcher:
     """Decides, per message, whether and how the character runtime handles it (seed names).
 
     ``config`` is what :func:`load_runtime_config` returns, SPEC's plain mapping, a
-    ConfigParser, or None (seed defaults: enabled everywhere, built-in per-channel triggers).
-    ``runtime`` (keyword only, as the seed's dispatcher takes it) is kept as ``self.runtime`` for
-    callers that hang the character runtime on the dispatcher; no decision here uses it.
-    Contexts may be :class:`ChannelRuntimeContext` or any dict/object with its field names.
+    ConfigParser, a path to a config.ini, or None (seed defaults: enabled everywhere, built-in
+    per-channel triggers). Accepted call shapes: ``Dispatcher(config)`` (SPEC),
+    ``Dispatcher(runtime=..., config=...)`` and ``Dispatcher(runtime, config)`` (the seed's
+    order). A single positional argument that is not a configuration is the seed's ``runtime``.
+    ``runtime`` is kept as ``self.runtime`` for callers that hang the character runtime on the
+    dispatcher; no decision here uses it. Contexts may be :class:`ChannelRuntimeContext` or any
+    dict/object with its field names.
     """
 
-    def __init__(
-        self,
-        config: RuntimeConfig | Mapping[str, Any] | ConfigParser | None = None,
-        *,
-        runtime: Any = None,
-    ):
+    def __init__(self, *args: Any, config: Any = _UNSET, runtime: Any = _UNSET) -> None:
+        if len(args) > 2:
+            raise TypeError(
+                "CharacterRuntimeContextDispatcher takes at most 2 positional arguments "
+                f"(runtime, config), got {len(args)}"
+            )
+        positional_config: Any = _UNSET
+        positional_runtime: Any = _UNSET
+        if len(args) == 2:
+            positional_runtime, positional_config = args
+        elif len(args) == 1:
+            if _is_config(args[0]):
+                positional_config = args[0]
+            else:
+                positional_runtime = args[0]
+        if positional_config is not _UNSET and config is not _UNSET:
+            raise TypeError("CharacterRuntimeContextDispatcher got config twice")
+        if positional_runtime is not _UNSET and runtime is not _UNSET:
+            raise TypeError("CharacterRuntimeContextDispatcher got runtime twice")
+        if config is _UNSET:
+            config = None if positional_config is _UNSET else positional_config
+        if runtime is _UNSET:
+            runtime = None if positional_runtime is _UNSET else positional_runtime
         self.runtime = runtime
-        if config is None:
-            self.config = RuntimeConfig()
-        elif isinstance(config, RuntimeConfig):
-            self.config = config
-        elif isinstance(config, ConfigParser):
-            self.config = RuntimeConfig.from_parser(config)
-        else:
-            self.config = RuntimeConfig.from_mapping(config)
+        self._adapters: dict[str, Any] = {}
+        self.config = _as_runtime_config(config)
+
+    # --- adapters (the seed's registry) ------------------------------------------------
+
+    def register_adapter(self, adapter: Any) -> None:
+        """Remember ``adapter`` under its ``channel_name``; ``dispatch`` uses it by channel."""
+        name = getattr(adapter, "channel_name", None)
+        if not isinstance(name, str) or not name.strip():
+            raise InputError("an adapter needs a non-empty channel_name", field="channel_name")
+        self._adapters[name.strip().lower()] = adapter
+
+    def get_adapter(self, channel: str) -> Any:
+        """The adapter registered for ``channel``, or None."""
+        if not isinstance(channel, str):
+            return None
+        return self._adapters.get(channel.strip().lower())
 
     # --- configuration lookups ---------------------------------------------------------
 
@@ -167,8 +244,36 @@ class CharacterRuntimeContextDispatcher:
             chosen = adapter.select_character_id(ctx)
             if chosen not in (None, ""):
                 return str(chosen)
+        return self.get_default_character_id(ctx) or None
+
+    # --- the seed dispatcher's other getters -----------------------------------------------
+
+    def get_trigger_strategy(self, ctx: ChannelRuntimeContext) -> str:
+        """The seed's name for :meth:`get_trigger`."""
+        return self.get_trigger(ctx)
+
+    def get_memory_scope(self, ctx: ChannelRuntimeContext) -> str:
+        """The channel's configured memory scope, else its built-in default (no adapter and no
+        private-chat fallback: that is :meth:`resolve_memory_scope`)."""
+        ctx = as_runtime_context(ctx)
+        channel = _part(ctx.channel, "unknown")
+        configured = self.config.channel(channel).memory_scope
+        if configured is not None:
+            return configured.value
+        defaults = CHANNEL_DEFAULTS.get(channel.lower())
+        return (defaults.memory_scope if defaults else FALLBACK_MEMORY_SCOPE).value
+
+    def get_default_character_id(self, ctx: ChannelRuntimeContext) -> str:
+        """The channel's ``default_character_id``, else the global one; "" when neither is set
+        (the seed's "use the currently active character")."""
+        ctx = as_runtime_context(ctx)
         channel_default = self.config.channel(_part(ctx.channel, "unknown")).default_character_id
-        return channel_default or self.config.character_runtime.default_character_id
+        return channel_default or self.config.character_runtime.default_character_id or ""
+
+    def get_legacy_prompt_enabled(self, ctx: ChannelRuntimeContext) -> bool:
+        """The channel's ``legacy_prompt_enabled`` (false when not configured)."""
+        ctx = as_runtime_context(ctx)
+        return self.config.channel(_part(ctx.channel, "unknown")).legacy_prompt_enabled
 
     # --- triggers ------------------------------------------------------------------------
 
@@ -179,10 +284,23 @@ class CharacterRuntimeContextDispatcher:
         return request_field(chat_request, key, default)
 
     def _flag(self, chat_request: Any, ctx: ChannelRuntimeContext, key: str) -> bool:
-        value = self._get_meta_field(chat_request, key)
-        if value is None:
-            value = ctx.metadata.get(key)
-        return value is True
+        """A trigger flag: the request's attribute, else its metadata, else the context's
+        metadata — the first that holds a boolean-like value (see :func:`_as_flag`)."""
+        if isinstance(chat_request, Mapping):
+            direct = chat_request.get(key)
+            metadata = chat_request.get("metadata")
+        else:
+            direct = getattr(chat_request, key, None)
+            metadata = getattr(chat_request, "metadata", None)
+        sources = [direct]
+        if isinstance(metadata, Mapping):
+            sources.append(metadata.get(key))
+        sources.append(ctx.metadata.get(key))
+        for value in sources:
+            flag = _as_flag(value)
+            if flag is not None:
+                return flag
+        return False
 
     def _should_trigger(self, trigger: str, ctx: ChannelRuntimeContext, chat_request: Any) -> bool:
         """Whether ``trigger`` lets this message in (see the module docstring)."""
@@ -213,11 +331,14 @@ class CharacterRuntimeContextDispatcher:
     def dispatch(self, chat_request: Any, adapter: Any = None) -> DispatchDecision:
         """Decide for one parsed request: enabled? triggered? scope, scope id and character.
 
-        The context comes from ``adapter.build_runtime_context`` (or the request itself when no
-        adapter is given). Skipped requests still carry the scope they would have used.
+        The context comes from ``adapter.build_runtime_context``; without ``adapter`` the one
+        registered for the request's channel (:meth:`register_adapter`) is used, else the
+        request itself. Skipped requests still carry the scope they would have used.
         """
         if chat_request is None:
             raise InputError("dispatch needs a chat request, got None", field="chat_request")
+        if adapter is None and self._adapters:
+            adapter = self.get_adapter(request_field(chat_request, "channel", ""))
         if adapter is not None:
             ctx = adapter.build_runtime_context(chat_request)
         else:

@@ -200,8 +200,17 @@ def test_mapping_rejects_wrong_shapes() -> None:
         RuntimeConfig.from_mapping({"channels": ["qq"]})
     with pytest.raises(ConfigError, match="trigger_keywords"):
         RuntimeConfig.from_mapping({"channels": {"qq": {"trigger_keywords": 5}}})
-    with pytest.raises(ConfigError, match="unknown runtime config key"):
-        RuntimeConfig.from_mapping({"surprise": {}})
+    with pytest.raises(ConfigError, match="surprise"):
+        RuntimeConfig.from_mapping({"channels": {"qq": {"surprise": 1}}})
+
+
+def test_mapping_ignores_other_parts_of_the_app_config() -> None:
+    # A whole application config (other sections next to the runtime's) is read like config.ini,
+    # whose unrelated sections are ignored too.
+    config = RuntimeConfig.from_mapping(
+        {"llm": {"model": "x"}, "character_runtime": {"default_enabled": False}}
+    )
+    assert config.character_runtime.default_enabled is False
 
 
 def test_dispatcher_accepts_configparser() -> None:

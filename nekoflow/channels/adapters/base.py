@@ -137,8 +137,8 @@ class BaseChannelAdapter:
     def get_render_policy(
         self, context: ChannelRuntimeContext | None = None
     ) -> ChannelRenderPolicy:
-        """This channel's output capabilities (the seed's per-channel table)."""
-        return self.render_policy
+        """This channel's output capabilities (the seed's per-channel table), as a fresh copy."""
+        return self.render_policy.model_copy()
 
     def select_character_id(self, context: ChannelRuntimeContext) -> str | None:
         """A character the message asks for (metadata ``character_id``), else None = default."""

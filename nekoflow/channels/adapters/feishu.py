@@ -33,6 +33,7 @@ class FeishuChannelAdapter(BaseChannelAdapter):
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=True,
         supports_image=True,
+        supports_file=True,
         supports_quote_reply=True,
         supports_at=True,
         max_text_length=4000,

@@ -60,6 +60,7 @@ class QQChannelAdapter(BaseChannelAdapter):
     render_policy: ClassVar[ChannelRenderPolicy] = ChannelRenderPolicy(
         supports_markdown=False,
         supports_image=True,
+        supports_file=True,
         supports_quote_reply=True,
         supports_at=True,
         max_text_length=4500,

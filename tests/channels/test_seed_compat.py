@@ -1,0 +1,213 @@
+"""Seed-compatibility audit: call shapes and behaviours of the seed's dispatcher and adapters
+that callers written against the seed (channel-runtime.md) rely on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from unittest.mock import MagicMock
+
+import pytest
+
+from nekoflow.channels import (
+    ChannelRenderPolicy,
+    ChannelRuntimeContext,
+    CharacterRuntimeContextDispatcher,
+    FeishuChannelAdapter,
+    QQBotChannelAdapter,
+    QQChannelAdapter,
+    TelegramChannelAdapter,
+    build_scope_id,
+)
+from nekoflow.errors import ConfigError, InputError
+
+GROUP = ChannelRuntimeContext(
+    channel="qq", conversation_id="qq:group:1000", scene="group", user_id="2000", group_id="1000"
+)
+PRIVATE = ChannelRuntimeContext(
+    channel="qq", conversation_id="qq:private:2000", scene="private", user_id="2000"
+)
+
+
+class FakeAdapter:
+    """The seed's test double: always group_user."""
+
+    channel_name = "qq"
+
+    def build_runtime_context(self, chat_request):
+        return GROUP
+
+    def get_render_policy(self, context):
+        return ChannelRenderPolicy()
+
+    def select_character_id(self, context):
+        return None
+
+    def resolve_memory_scope(self, context):
+        return "group_user"
+
+    def render_result(self, result, context):
+        return [{"type": "text", "content": result.text}]
+
+
+# --- constructor shapes -------------------------------------------------------------------------
+
+
+def test_dispatcher_takes_the_seed_positional_order_runtime_then_config() -> None:
+    runtime = object()
+    config = {"channels": {"qq": {"character_runtime": {"enabled": False}}}}
+    dispatcher = CharacterRuntimeContextDispatcher(runtime, config)
+    assert dispatcher.runtime is runtime
+    assert dispatcher.is_enabled(GROUP) is False
+
+
+def test_dispatcher_single_positional_runtime_or_config() -> None:
+    runtime = MagicMock()
+    assert CharacterRuntimeContextDispatcher(runtime).runtime is runtime
+    assert CharacterRuntimeContextDispatcher(runtime).is_enabled(GROUP) is True
+    off = CharacterRuntimeContextDispatcher({"character_runtime": {"default_enabled": False}})
+    assert off.runtime is None and off.is_enabled(GROUP) is False
+    keywords = CharacterRuntimeContextDispatcher(
+        runtime=None, config={"character_runtime": {"default_enabled": True}}
+    )
+    assert keywords.is_enabled(GROUP) is True
+
+
+def test_dispatcher_rejects_ambiguous_arguments() -> None:
+    with pytest.raises(TypeError):
+        CharacterRuntimeContextDispatcher({}, config={})
+    with pytest.raises(TypeError):
+        CharacterRuntimeContextDispatcher(None, {}, {})
+    with pytest.raises(ConfigError):
+        CharacterRuntimeContextDispatcher(runtime=None, config=42)
+
+
+def test_dispatcher_accepts_a_config_ini_path(tmp_path: Path) -> None:
+    path = tmp_path / "config.ini"
+    path.write_text("[character_runtime_qq]\nenabled = false\n", encoding="utf-8")
+    assert CharacterRuntimeContextDispatcher(str(path)).is_enabled(GROUP) is False
+    assert CharacterRuntimeContextDispatcher(config=path).is_enabled(GROUP) is False
+
+
+# --- the seed dispatcher's getters ---------------------------------------------------------------
+
+
+def test_seed_getters() -> None:
+    dispatcher = CharacterRuntimeContextDispatcher(
+        runtime=None,
+        config={
+            "character_runtime": {"default_character_id": "neko"},
+            "channels": {
+                "qq": {
+                    "character_runtime": {
+                        "trigger": "mention_only",
+                        "memory_scope": "group_user",
+                        "legacy_prompt_enabled": True,
+                    }
+                },
+                "feishu": {"character_runtime": {"default_character_id": "lark_cat"}},
+            },
+        },
+    )
+    assert dispatcher.get_trigger_strategy(GROUP) == "mention_only"
+    assert dispatcher.get_memory_scope(GROUP) == "group_user"
+    assert dispatcher.get_default_character_id(GROUP) == "neko"
+    assert dispatcher.get_legacy_prompt_enabled(GROUP) is True
+    feishu = ChannelRuntimeContext(channel="feishu", conversation_id="oc_1", scene="group")
+    assert dispatcher.get_default_character_id(feishu) == "lark_cat"
+    assert dispatcher.get_legacy_prompt_enabled(feishu) is False
+    # unconfigured: the seed table's defaults
+    plain = CharacterRuntimeContextDispatcher()
+    assert plain.get_trigger_strategy(GROUP) == "mention_or_private"
+    assert plain.get_memory_scope(GROUP) == "group"
+    assert plain.get_default_character_id(GROUP) == ""
+    assert plain.select_character_id(GROUP) is None
+
+
+def test_registered_adapter_is_used_by_dispatch() -> None:
+    dispatcher = CharacterRuntimeContextDispatcher(runtime=None, config={})
+    adapter = FakeAdapter()
+    dispatcher.register_adapter(adapter)
+    assert dispatcher.get_adapter("qq") is adapter
+    assert dispatcher.get_adapter("telegram") is None
+    request = SimpleNamespace(channel="qq", content="hi", is_mentioned=True, metadata={})
+    decision = dispatcher.dispatch(request)
+    assert decision.accepted
+    assert decision.scope_id == "qq:group:1000:user:2000"  # the adapter's group_user scope
+    with pytest.raises(InputError):
+        dispatcher.register_adapter(SimpleNamespace(channel_name=""))
+
+
+# --- trigger flags -----------------------------------------------------------------------------
+
+
+def test_flags_from_metadata_when_the_attribute_is_not_a_boolean() -> None:
+    dispatcher = CharacterRuntimeContextDispatcher(runtime=None, config={})
+    # MagicMock requests: unset attributes are Mock objects, not flags; metadata decides
+    request = MagicMock()
+    request.metadata = {"is_mentioned": True}
+    assert dispatcher._should_trigger("mention_only", GROUP, request) is True
+    request = MagicMock()
+    request.metadata = {"is_reply_to_bot": False}
+    assert dispatcher._should_trigger("private_or_reply", GROUP, request) is False
+    # truthy ints and strings as some workers write them
+    assert dispatcher._should_trigger(
+        "mention_only", GROUP, SimpleNamespace(metadata={"is_mentioned": 1})
+    )
+    assert dispatcher._should_trigger(
+        "mention_only", GROUP, SimpleNamespace(metadata={"is_mentioned": "true"})
+    )
+    assert not dispatcher._should_trigger(
+        "mention_only", GROUP, SimpleNamespace(metadata={"is_mentioned": "false"})
+    )
+    # an explicit attribute still wins over metadata
+    assert not dispatcher._should_trigger(
+        "mention_only", GROUP, SimpleNamespace(is_mentioned=False, metadata={"is_mentioned": True})
+    )
+
+
+# --- render policy -----------------------------------------------------------------------------
+
+
+def test_render_policy_is_mutable_like_the_seed_dataclass_and_adapters_hand_out_copies() -> None:
+    policy = ChannelRenderPolicy()
+    policy.max_text_length = 10
+    assert policy.max_text_length == 10
+    adapter = QQChannelAdapter()
+    mine = adapter.get_render_policy(PRIVATE)
+    mine.max_text_length = 5
+    assert adapter.get_render_policy(PRIVATE).max_text_length == 4500
+    assert QQChannelAdapter().get_render_policy(PRIVATE).max_text_length == 4500
+
+
+@pytest.mark.parametrize(
+    ("adapter", "markdown", "image", "limit"),
+    [
+        (QQChannelAdapter(), False, True, 4500),
+        (QQBotChannelAdapter(), False, True, 2000),
+        (TelegramChannelAdapter(), True, True, 4096),
+        (FeishuChannelAdapter(), True, True, 4000),
+    ],
+)
+def test_render_policy_table(adapter, markdown: bool, image: bool, limit: int) -> None:
+    policy = adapter.get_render_policy(PRIVATE)
+    assert (policy.supports_markdown, policy.supports_image, policy.max_text_length) == (
+        markdown,
+        image,
+        limit,
+    )
+    assert policy.split_strategy == "paragraph"
+    assert policy.supports_stream is False
+
+
+def test_seed_fake_adapter_scope_fallback() -> None:
+    # the seed's own example: group_user without a group id uses the conversation id
+    context = ChannelRuntimeContext(
+        channel="qq", conversation_id="qq:group:1000", scene="group", user_id="2000", group_id=""
+    )
+    assert build_scope_id(context, "group_user") == "qq:group:qq:group:1000:user:2000"
+    dispatcher = CharacterRuntimeContextDispatcher(
+        runtime=None,
+        config={"channels": {"qq": {"character_runtime": {"memory_scope": "conversation"}}}},
+    )
+    assert dispatcher.resolve_memory_scope(GROUP, FakeAdapter()) == "conversation"
