@@ -24,6 +24,7 @@ from nekoflow.review.models import (
     ReviewScore,
     WorldBookUpdate,
 )
+from nekoflow.review.timegap import elapsed_label
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +186,23 @@ def _memory_title(inp: ReviewInput) -> str:
     return inp.choice_text[:TITLE_CHARS] or inp.user_message[:TITLE_CHARS] or "对话记录"
 
 
+def _gap_label(inp: ReviewInput) -> str:
+    """The gap's label: the given ``elapsed_label``, else one computed from ``elapsed_seconds``,
+    else the continuity level's name (a hand-built context may carry only the level)."""
+    rtc = inp.real_time_context
+    label = rtc.get("elapsed_label")
+    if label:
+        return str(label)
+    seconds = rtc.get("elapsed_seconds")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds >= 0:
+        return elapsed_label(seconds)
+    return str(inp.continuity_level)
+
+
 def _memory_content(inp: ReviewInput) -> str:
     parts: list[str] = []
     if inp.continuity_level in GAP_LEVELS:
-        label = inp.real_time_context.get("elapsed_label") or inp.continuity_level
-        parts.append(f"现实时间间隔:{label}")
+        parts.append(f"现实时间间隔:{_gap_label(inp)}")
     parts.append(f"用户:{inp.user_message[:CONTENT_CHARS]}")
     parts.append(f"角色:{inp.assistant_message[:CONTENT_CHARS]}")
     return "\n".join(parts)
@@ -268,8 +281,22 @@ def scores(
         story_progress=STORY_PROGRESS.get(level or "", STORY_PROGRESS_NONE),
         relationship_progress=min(1.0, delta_total / 5),
         user_engagement=user_engagement(inp.user_message),
-        **{k: min(1.0, max(0.0, float(quality.get(k, 0.0)))) for k in QUALITY_FIELDS},
+        **{k: _quality(quality, k) for k in QUALITY_FIELDS},
     )
+
+
+def _quality(quality: object, key: str) -> float:
+    """One cached quality score clamped to 0–1; anything unusable (None, text, NaN) is 0.0."""
+    value = quality.get(key) if isinstance(quality, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 0.0
+    try:
+        number = float(value)
+    except ValueError:
+        return 0.0
+    if number != number:  # NaN
+        return 0.0
+    return min(1.0, max(0.0, number))
 
 
 def run_rule_review(

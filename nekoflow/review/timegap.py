@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from datetime import UTC, date, datetime, time
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,11 +34,31 @@ def _as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _parse(previous: datetime | str | None) -> datetime | None:
-    if previous is None:
+def _parse(previous: datetime | date | str | float | None) -> datetime | None:
+    """A moment in UTC, or None when ``previous`` is not one.
+
+    Besides SPEC's datetime / ISO-8601 string (trailing Z ok), a ``date`` counts as its midnight
+    UTC and an int/float as POSIX seconds (chat platforms send epoch timestamps); bytes are
+    decoded as UTF-8 text.
+    """
+    if previous is None or isinstance(previous, bool):
         return None
     if isinstance(previous, datetime):
         return _as_utc(previous)
+    if isinstance(previous, date):
+        return datetime.combine(previous, time(), tzinfo=UTC)
+    if isinstance(previous, int | float):
+        if not math.isfinite(previous):
+            return None
+        try:
+            return datetime.fromtimestamp(previous, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(previous, bytes):
+        try:
+            previous = previous.decode()
+        except UnicodeDecodeError:
+            return None
     if isinstance(previous, str):
         text = previous.strip()
         if text.endswith(("Z", "z")):
@@ -76,12 +97,15 @@ def continuity_for(seconds: float) -> ContinuityLevel:
 
 
 def real_time_context(
-    previous: datetime | str | None, now: datetime | str | None = None
+    previous: datetime | date | str | float | None,
+    now: datetime | date | str | float | None = None,
 ) -> RealTimeContext:
     """The gap between ``previous`` (datetime, ISO-8601 string, trailing Z ok, or None) and ``now``.
 
     No or unparseable ``previous`` → first contact; ``previous`` after ``now`` → 0 s elapsed.
-    Naive datetimes are taken as UTC. ``now`` defaults to the current time.
+    Naive datetimes (and ISO strings without an offset) are taken as UTC — the platform stores
+    UTC. Also accepted: a ``date`` (midnight UTC) and int/float POSIX seconds. ``now`` defaults to
+    the current time; an unusable ``now`` is an :class:`InputError` naming ``now``.
     """
     prev = _parse(previous)
     if now is None:

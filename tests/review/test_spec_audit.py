@@ -645,3 +645,32 @@ def test_llm_memory_items_without_the_flag_are_written() -> None:
         mode="llm", llm=lambda _m: json.dumps(reply), autostate=InMemoryAutoState()
     ).run({"user_message": "明天见"})
     assert not out.should_write_memory and out.memory_items == []
+
+
+def test_gap_line_label_from_elapsed_seconds_when_no_label_is_given() -> None:
+    rtc = {"continuity_level": "days", "elapsed_seconds": 90000}
+    out = review(user_message="我回来了", ai_reply="欢迎回来", real_time_context=rtc)
+    assert out.memory_items[0].content == "现实时间间隔:1天1小时\n用户:我回来了\n角色:欢迎回来"
+    out = review(user_message="我回来了", real_time_context={"continuity_level": "days"})
+    assert out.memory_items[0].content.startswith("现实时间间隔:days\n")
+
+
+class OddAutoState:
+    """A cache holding values a rule review must survive."""
+
+    def get(self, *_: str) -> dict[str, Any]:
+        return {
+            "immersion": None,
+            "risk": "x",
+            "character_fidelity": float("nan"),
+            "world_consistency": "0.4",
+        }
+
+    def set(self, *_: Any) -> None:
+        pass
+
+
+def test_unusable_cached_quality_values_count_as_zero() -> None:
+    out = run_rule_review(ReviewInput(user_message="嗯"), autostate=OddAutoState())
+    s = out.scores
+    assert (s.immersion, s.risk, s.character_fidelity, s.world_consistency) == (0.0, 0.0, 0.0, 0.4)

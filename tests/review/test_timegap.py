@@ -100,3 +100,16 @@ def test_bad_now_names_field() -> None:
 def test_to_dict_feeds_review_input() -> None:
     d = real_time_context(ago(3 * 86400), NOW).to_dict()
     assert d == {"continuity_level": "days", "elapsed_seconds": 259200.0, "elapsed_label": "3天"}
+
+
+def test_epoch_seconds_and_dates_are_moments() -> None:
+    epoch = NOW.timestamp()
+    assert real_time_context(epoch - 7200, NOW).elapsed_label == "2小时"
+    assert real_time_context(int(epoch) - 90000, int(epoch)).elapsed_label == "1天1小时"
+    assert real_time_context(NOW.date(), NOW).elapsed_seconds == (NOW.hour * 3600)
+    assert real_time_context(b"2026-03-01T11:00:00Z", NOW).elapsed_label == "1小时"
+
+
+@pytest.mark.parametrize("bad", [True, float("nan"), float("inf"), 1e30, object()])
+def test_unusable_previous_values_are_first_contact(bad: object) -> None:
+    assert real_time_context(bad, NOW).continuity_level == "first_contact"  # type: ignore[arg-type]
