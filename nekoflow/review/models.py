@@ -99,6 +99,12 @@ class RelationshipDelta(_Model):
     plot_node_id: str | None = None
     conversation_id: str | None = None
 
+    @field_validator("plot_node_id", "conversation_id", mode="before")
+    @classmethod
+    def _ids_as_text(cls, v: Any) -> Any:
+        # Plot-node and conversation ids are often integer primary keys; keep them as text.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
     def as_dict(self) -> dict[str, int]:
         """The six dimension deltas only."""
         return {d: getattr(self, d) for d in RELATIONSHIP_DIMENSIONS}

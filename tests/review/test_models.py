@@ -152,3 +152,10 @@ def test_real_time_context_model_is_accepted() -> None:
     inp = ReviewInput(real_time_context=rtc)
     assert inp.continuity_level == "days"
     assert inp.real_time_context["elapsed_label"] == "4天"
+
+
+def test_relationship_delta_integer_ids_are_kept_as_text() -> None:
+    from nekoflow.review import RelationshipDelta
+
+    d = RelationshipDelta(affection=1, plot_node_id=42, conversation_id=7)
+    assert (d.plot_node_id, d.conversation_id) == ("42", "7")
