@@ -175,7 +175,7 @@ def test_context_from_chat_request_model_copies_everything() -> None:
     context = adapter.build_runtime_context(request)
     assert context.model_dump() == {
         "channel": "qq",
-        "conversation_id": "3",
+        "conversation_id": "qq:group:3",
         "scene": "group",
         "user_id": "2",
         "user_display_name": "名片",

@@ -12,7 +12,8 @@ def test_group_at_message(event) -> None:
     request = QQBotChannelAdapter(bot_appid="102000001").parse_event(event("qqbot_group_at"))
     assert request.channel == "qqbot"
     assert request.scene == "group"
-    assert request.conversation_id == request.group_id == "C9F778FE6ADF9D1D1DBE395BF744A33A"
+    assert request.group_id == "C9F778FE6ADF9D1D1DBE395BF744A33A"
+    assert request.conversation_id == "qqbot:group:C9F778FE6ADF9D1D1DBE395BF744A33A"
     assert request.user_id == "E4F4AEA33253A2797FB897C50B81D7ED"
     assert request.content == "讲个故事"
     assert request.is_mentioned is True and request.metadata["is_mentioned"] is True
@@ -27,7 +28,7 @@ def test_c2c_message_is_private(event) -> None:
     request = QQBotChannelAdapter().parse_event(event("qqbot_c2c"))
     assert (request.scene, request.conversation_id, request.user_id) == (
         "private",
-        "E4F4AEA33253A2797FB897C50B81D7ED",
+        "qqbot:private:E4F4AEA33253A2797FB897C50B81D7ED",
         "E4F4AEA33253A2797FB897C50B81D7ED",
     )
     assert request.is_mentioned is False
@@ -48,7 +49,7 @@ def test_guild_message_mentions_and_content(event) -> None:
     request = QQBotChannelAdapter().parse_event(event("qqbot_guild_message"))
     assert request.is_mentioned is True  # mentions entry with bot: true
     assert request.content == "你好 @路人"
-    assert (request.conversation_id, request.user_id) == ("100010", "1234")
+    assert (request.conversation_id, request.user_id) == ("qqbot:group:100010", "1234")
     assert request.metadata["guild_id"] == "18700000000001"
     assert request.sender.display_name == "频道昵称"
 
@@ -82,7 +83,8 @@ def test_direct_message_is_private(event) -> None:
     raw["d"]["direct_message"] = True
     request = QQBotChannelAdapter().parse_event(raw)
     assert request.scene == "private"
-    assert request.conversation_id == "18700000000001"  # DMs are answered via /dms/{guild_id}
+    assert request.conversation_id == "qqbot:private:1234"
+    assert request.metadata["guild_id"] == "18700000000001"  # DMs are answered via /dms/{guild_id}
     assert request.user_id == "1234"
     assert QQBotChannelAdapter().parse_event(raw["d"]).scene == "private"
 

@@ -211,3 +211,83 @@ def test_seed_fake_adapter_scope_fallback() -> None:
         config={"channels": {"qq": {"character_runtime": {"memory_scope": "conversation"}}}},
     )
     assert dispatcher.resolve_memory_scope(GROUP, FakeAdapter()) == "conversation"
+
+
+# --- conversation ids: unique per chat inside a channel -----------------------------------------
+
+
+def test_qq_private_and_group_with_the_same_number_do_not_share_a_conversation() -> None:
+    adapter = QQChannelAdapter(bot_uin=42)
+    private = adapter.parse_event(
+        {
+            "post_type": "message",
+            "message_type": "private",
+            "sub_type": "friend",
+            "self_id": 42,
+            "user_id": 12345,
+            "message_id": 1,
+            "message": [{"type": "text", "data": {"text": "hi"}}],
+            "raw_message": "hi",
+            "sender": {"user_id": 12345, "nickname": "小明"},
+        }
+    )
+    group = adapter.parse_event(
+        {
+            "post_type": "message",
+            "message_type": "group",
+            "sub_type": "normal",
+            "self_id": 42,
+            "group_id": 12345,
+            "user_id": 777,
+            "message_id": 2,
+            "message": "[CQ:at,qq=42] hi",
+            "raw_message": "[CQ:at,qq=42] hi",
+            "sender": {"user_id": 777, "nickname": "阿花", "card": "", "role": "admin"},
+        }
+    )
+    assert private.conversation_id == "qq:private:12345"
+    assert group.conversation_id == "qq:group:12345"
+    dispatcher = CharacterRuntimeContextDispatcher(
+        runtime=None,
+        config={"channels": {"qq": {"character_runtime": {"memory_scope": "conversation"}}}},
+    )
+    scopes = {dispatcher.dispatch(r, adapter).scope_id for r in (private, group)}
+    assert scopes == {"qq:conversation:qq:private:12345", "qq:conversation:qq:group:12345"}
+    # the seed's metadata keys
+    assert group.metadata["group_id"] == "12345"
+    assert group.metadata["is_mentioned"] is True
+    assert group.metadata["sender_role"] == "admin"
+    assert group.metadata["raw_message"] == "[CQ:at,qq=42] hi"
+    assert group.sender == "阿花" and group.content == "hi"
+    # default scopes are untouched by the prefix: group → group number, private → user
+    default = CharacterRuntimeContextDispatcher()
+    assert default.dispatch(group, adapter).scope_id == "qq:group:12345"
+    assert default.dispatch(private, adapter).scope_id == "qq:user:12345"
+
+
+def test_qqbot_relay_and_bare_group_payloads() -> None:
+    d = {
+        "author": {"id": "M1", "member_openid": "M1"},
+        "content": " 讲个故事",
+        "group_openid": "G1",
+        "id": "ROBOT1.0_x",
+        "timestamp": "2023-11-06T13:37:18+08:00",
+    }
+    adapter = QQBotChannelAdapter()
+    bare = adapter.parse_event(d)
+    # a group payload without its envelope is the AT event a group bot normally gets
+    assert bare.is_mentioned is True and bare.metadata["event_type"] == "GROUP_AT_MESSAGE_CREATE"
+    relay = adapter.parse_event({"event_type": "GROUP_AT_MESSAGE_CREATE", "event": d})
+    assert relay.conversation_id == "qqbot:group:G1" and relay.is_mentioned is True
+    assert relay.metadata["qqbot_scene"] == "group"
+    assert relay.metadata["qqbot_group_openid"] == "G1"
+    assert relay.metadata["qqbot_user_openid"] == "M1"
+    assert adapter.parse_event({"event_type": "GROUP_ADD_ROBOT", "event": {}}) is None
+    context = adapter.build_runtime_context(
+        SimpleNamespace(
+            conversation_id="qqbot:group:G1",
+            user_id="M1",
+            metadata={"qqbot_scene": "group", "qqbot_group_openid": "G1"},
+        )
+    )
+    assert (context.scene, context.group_id) == ("group", "G1")

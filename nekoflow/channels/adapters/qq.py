@@ -8,6 +8,11 @@ mentions the bot when an ``at`` segment's qq is the bot (``bot_uin``, else the e
 carries a message id, so ``is_reply_to_bot`` is always False here (the id is kept in
 ``metadata["reply_to_message_id"]``). The adapter's memory scope is the seed table's: group in
 groups, user in private chats (config.ini may choose ``group_user``, which then wins).
+
+``conversation_id`` is ``qq:group:{group_id}`` or ``qq:private:{user_id}`` (the seed's form): QQ
+group numbers and QQ user numbers share one number space, so a bare number would put a private
+chat and a group into the same ``conversation``/``chat_user`` scope. ``group_id`` stays the bare
+group number (scope ``group`` → ``qq:group:{group_id}``). A ``face`` segment reads ``[表情]``.
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ class QQChannelAdapter(BaseChannelAdapter):
                     parts.append(f"@{data.text('name') or target}")
             elif kind == "reply":
                 reply_to = data.ident("id")
+            elif kind == "face":
+                parts.append("[表情]")
             elif kind in _MEDIA_TYPES:
                 url = data.text("url") or None
                 file_id = data.text("file") or None
@@ -132,7 +139,12 @@ class QQChannelAdapter(BaseChannelAdapter):
         if anonymous is not None:
             display_name = anonymous.text("name") or display_name
 
-        metadata: dict[str, Any] = {"message_type": message_type}
+        metadata: dict[str, Any] = {
+            "post_type": "message",
+            "message_type": message_type,
+            "sender_nickname": sender.text("nickname") if sender is not None else "",
+            "sender_role": role or "",
+        }
         if event.has("sub_type"):
             metadata["sub_type"] = event.text("sub_type")
         if self_id:
@@ -143,8 +155,11 @@ class QQChannelAdapter(BaseChannelAdapter):
         if isinstance(time, int) and not isinstance(time, bool):
             metadata["time"] = time
 
+        raw_message = event.raw("raw_message")
+        if isinstance(raw_message, str):
+            metadata["raw_message"] = raw_message
         return self._request(
-            conversation_id=group_id if is_group else user_id,
+            conversation_id=f"qq:group:{group_id}" if is_group else f"qq:private:{user_id}",
             scene="group" if is_group else "private",
             user_id=user_id,
             content="".join(parts),

@@ -1,8 +1,10 @@
 """The QQ official bot (API v2): gateway dispatch events → ChatRequest.
 
-Accepts the gateway payload ``{"op": 0, "t": …, "d": {…}}`` (also from webhooks) and a bare
-``d``, whose type is inferred from its fields (group_openid → group, user_openid → C2C,
-direct_message/src_guild_id → guild DM, guild_id/channel_id → guild channel). Chat types:
+Accepts the gateway payload ``{"op": 0, "t": …, "d": {…}}`` (also from webhooks), the relay form
+``{"event_type": …, "event": {…}}`` and a bare ``d``, whose type is inferred from its fields
+(group_openid → ``GROUP_AT_MESSAGE_CREATE``, the only group event a bot gets without the
+all-messages permission; user_openid → C2C; direct_message/src_guild_id → guild DM;
+guild_id/channel_id → guild channel, a mention when ``mentions`` names the bot). Chat types:
 ``C2C_MESSAGE_CREATE`` and ``DIRECT_MESSAGE_CREATE`` (private), ``GROUP_AT_MESSAGE_CREATE`` and
 ``GROUP_MESSAGE_CREATE`` (QQ group), ``AT_MESSAGE_CREATE`` and ``MESSAGE_CREATE`` (guild text
 channel). Other ops (hello, heartbeat ack, webhook validation) and other event types give None,
@@ -10,6 +12,12 @@ as do messages whose author is a bot. The AT types are mentions; otherwise a ``m
 whose id is ``bot_appid``, or that is flagged ``bot``/``is_bot``/``is_you``, is one. An
 ``AT_MESSAGE_CREATE`` with a ``message_reference`` and no bot mention is a reply to the bot (the
 platform sends AT events for "@bot or a reply to the bot").
+
+``conversation_id`` is ``qqbot:group:{group_openid}`` (guild channels: ``qqbot:group:{channel_id}``)
+or ``qqbot:private:{user_openid}`` (guild DMs: ``qqbot:private:{author.id}``, with the DM's
+``guild_id`` in metadata for the reply), as the seed's adapter writes it; ``group_id`` is the bare
+group openid / channel id. Metadata also carries the seed's ``qqbot_*`` keys (event type, scene,
+group/user openid, message id).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ def _attachment_type(content_type: str) -> str:
 
 def _infer_type(d: Fields) -> str:
     if d.has("group_openid") or d.has("group_id"):
-        return "GROUP_MESSAGE_CREATE"
+        return "GROUP_AT_MESSAGE_CREATE"
     if d.has("guild_id") or d.has("channel_id"):
         if d.has("src_guild_id") or (
             isinstance(d.raw("direct_message"), bool) and d.raw("direct_message")
@@ -80,6 +88,11 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             if event_type not in _CHAT_TYPES:
                 return None
             d = event.need("d")
+        elif event.has("event_type"):
+            event_type = event.text("event_type")
+            if event_type not in _CHAT_TYPES:
+                return None
+            d = event.need("event") if event.has("event") else event.need("d")
         else:
             d = event
             event_type = _infer_type(d)
@@ -109,13 +122,13 @@ class QQBotChannelAdapter(BaseChannelAdapter):
         if event_type in _PRIVATE_TYPES:
             if event_type == "C2C_MESSAGE_CREATE":
                 user_id = author.ident("user_openid", required=True)
-                conversation_id = user_id
             else:
                 user_id = author.ident("id", required=True)
-                conversation_id = d.ident("guild_id", required=True)
+                metadata["guild_id"] = d.ident("guild_id", required=True)
                 metadata["src_guild_id"] = d.ident("src_guild_id")
+            metadata.update(self._seed_keys(event_type, "private", "", user_id, d))
             return self._request(
-                conversation_id=conversation_id,
+                conversation_id=f"qqbot:private:{user_id}",
                 scene="private",
                 user_id=user_id,
                 content=content,
@@ -138,8 +151,9 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             group_id = d.ident("channel_id", required=True)
             user_id = author.ident("id", required=True)
             metadata["guild_id"] = d.ident("guild_id")
+        metadata.update(self._seed_keys(event_type, "group", group_id, user_id, d))
         return self._request(
-            conversation_id=group_id,
+            conversation_id=f"qqbot:group:{group_id}",
             scene="group",
             user_id=user_id,
             content=content,
@@ -153,6 +167,20 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             ),
             metadata=metadata,
         )
+
+    @staticmethod
+    def _seed_keys(
+        event_type: str, scene: str, group_id: str, user_id: str, d: Fields
+    ) -> dict[str, Any]:
+        keys = {
+            "qqbot_event_type": event_type,
+            "qqbot_scene": scene,
+            "qqbot_user_openid": user_id,
+            "qqbot_message_id": d.ident("id"),
+        }
+        if group_id:
+            keys["qqbot_group_openid"] = group_id
+        return keys
 
     def _is_bot_mention(self, mention: Fields) -> bool:
         if self.bot_appid and mention.ident("id") == self.bot_appid:
