@@ -3,6 +3,7 @@ that callers written against the seed (channel-runtime.md) rely on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from unittest.mock import MagicMock
@@ -291,3 +292,132 @@ def test_qqbot_relay_and_bare_group_payloads() -> None:
         )
     )
     assert (context.scene, context.group_id) == ("group", "G1")
+
+
+# --- Telegram and Feishu: the seed's names and keys ---------------------------------------------
+
+
+def _tg_group_reply(edit_date: int | None = None) -> dict:
+    message = {
+        "message_id": 52,
+        "from": {"id": 7, "is_bot": False, "first_name": "Neko", "username": "neko"},
+        "chat": {"id": -1001234567890, "title": "猫窝", "type": "supergroup"},
+        "date": 1700000000,
+        "text": "然后呢？",
+        "reply_to_message": {
+            "message_id": 51,
+            "from": {"id": 999, "is_bot": True, "first_name": "Cat", "username": "cat_bot"},
+            "chat": {"id": -1001234567890, "title": "猫窝", "type": "supergroup"},
+            "date": 1699999990,
+            "text": "从前有座山",
+        },
+    }
+    if edit_date is None:
+        return {"update_id": 10, "message": message}
+    return {"update_id": 11, "edited_message": {**message, "edit_date": edit_date}}
+
+
+def test_telegram_parse_update_and_seed_metadata() -> None:
+    adapter = TelegramChannelAdapter()
+    request = adapter.parse_update(_tg_group_reply())
+    assert request == adapter.parse_event(_tg_group_reply())
+    assert request.is_reply_to_bot is True and request.metadata["is_reply_to_bot"] is True
+    assert request.metadata["telegram_chat_id"] == "-1001234567890"
+    assert request.metadata["telegram_chat_type"] == "supergroup"
+    assert request.metadata["telegram_update_id"] == 10
+    assert request.metadata["telegram_message_id"] == "52"
+    decision = CharacterRuntimeContextDispatcher().dispatch(request, adapter)
+    assert decision.accepted and decision.trigger == "private_or_reply"
+    assert decision.scope_id == "telegram:group:-1001234567890"
+
+
+def test_telegram_each_edit_has_its_own_dedupe_marker() -> None:
+    adapter = TelegramChannelAdapter()
+    first = adapter.parse_event(_tg_group_reply(edit_date=1700000100))
+    second = adapter.parse_event(_tg_group_reply(edit_date=1700000200))
+    assert first.metadata["edited"] is True
+    assert (first.metadata["edit_date"], second.metadata["edit_date"]) == (1700000100, 1700000200)
+    assert "edit_date" not in adapter.parse_event(_tg_group_reply()).metadata
+
+
+def _feishu(content: dict, *, chat_type: str = "group", message_type: str = "text") -> dict:
+    return {
+        "schema": "2.0",
+        "header": {
+            "event_id": "5e3702a84e847582be8db7fb73283c02",
+            "event_type": "im.message.receive_v1",
+            "create_time": "1608725989000",
+            "token": "rvaYgkND1GOiu5MM0E1rncYC6PLtF7JV",
+            "app_id": "cli_9f5343c580712544",
+            "tenant_key": "2ca1d211f64f6438",
+        },
+        "event": {
+            "sender": {
+                "sender_id": {"union_id": "on_8ed6", "user_id": "e33ggbyz", "open_id": "ou_84aa"},
+                "sender_type": "user",
+                "tenant_key": "736588c9260f175e",
+            },
+            "message": {
+                "message_id": "om_5ce6d572455d361153b7cb51da133945",
+                "create_time": "1609073151345",
+                "chat_id": "oc_5ce6d572455d361153b7xx51da133945",
+                "chat_type": chat_type,
+                "message_type": message_type,
+                "content": json.dumps(content, ensure_ascii=False),
+                "mentions": [
+                    {
+                        "key": "@_user_1",
+                        "id": {"union_id": "on_b", "user_id": "", "open_id": "ou_bot"},
+                        "name": "猫猫",
+                        "tenant_key": "736588c9260f175e",
+                    }
+                ],
+            },
+        },
+    }
+
+
+def test_feishu_seed_keys_challenge_and_image() -> None:
+    adapter = FeishuChannelAdapter(bot_open_id="ou_bot")
+    request = adapter.parse_event(_feishu({"text": "@_user_1 早上好"}))
+    assert request.content == "早上好" and request.is_mentioned is True
+    assert request.metadata["feishu_chat_id"] == "oc_5ce6d572455d361153b7xx51da133945"
+    assert request.metadata["feishu_chat_type"] == "group"
+    assert request.metadata["feishu_sender_id"] == "ou_84aa"
+    assert request.metadata["feishu_message_type"] == "text"
+    # without the bot's open_id the mention reads as the name and the trigger is still always
+    plain = FeishuChannelAdapter().parse_event(_feishu({"text": "@_user_1 早上好"}))
+    assert plain.content == "@猫猫 早上好"
+    assert CharacterRuntimeContextDispatcher().dispatch(plain, FeishuChannelAdapter()).accepted
+    image = adapter.parse_event(
+        _feishu({"image_key": "img_v2_abc"}, chat_type="p2p", message_type="image")
+    )
+    assert image.scene == "private" and image.content == ""
+    assert image.attachments[0]["image_key"] == "img_v2_abc"
+    assert image.attachments[0].file_id == "img_v2_abc"
+    challenge = {"challenge": "ajls384kdjx98XX", "token": "xxxxxx", "type": "url_verification"}
+    assert adapter.parse_challenge(challenge) == "ajls384kdjx98XX"
+    assert adapter.parse_event(challenge) is None
+    assert adapter.parse_challenge(_feishu({"text": "hi"})) is None
+    assert adapter.parse_challenge(None) is None
+
+
+def test_qq_seed_attachment_keys_and_nameless_sender() -> None:
+    request = QQChannelAdapter().parse_event(
+        {
+            "post_type": "message",
+            "message_type": "private",
+            "self_id": 1,
+            "user_id": 2,
+            "message_id": 3,
+            "message": "[CQ:image,file=abc.image,url=https://gchat.qpic.cn/x&amp;y=1]",
+        }
+    )
+    attachment = request.attachments[0]
+    assert (attachment["type"], attachment["source"], attachment["file"]) == (
+        "image",
+        "qq",
+        "abc.image",
+    )
+    assert attachment["url"] == "https://gchat.qpic.cn/x&y=1"
+    assert request.sender == "QQ用户2"

@@ -7,11 +7,16 @@ as do messages not sent by a user (``sender_type`` app/bot) and system messages.
 (``@_user_1``) are replaced by ``@name``; the bot's own mention is removed. Feishu events carry no
 bot flag, so ``is_mentioned`` needs ``bot_open_id`` (a mention with that open_id, or ``@_all``);
 without it only ``@_all`` counts. The default trigger for Feishu is ``always`` anyway (SPEC).
+
+``conversation_id`` is the chat id (``oc_…``, unique across p2p chats and groups). Metadata also
+carries the seed's ``feishu_*`` keys (event type, chat id/type, message id/type, sender id).
+``parse_challenge`` answers the URL-verification request.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from nekoflow.channels.adapters._fields import Fields, object_list
@@ -90,6 +95,14 @@ class FeishuChannelAdapter(BaseChannelAdapter):
             metadata["root_id"] = message.ident("root_id")
         if header.has("tenant_key"):
             metadata["tenant_key"] = header.text("tenant_key")
+        metadata.update(
+            feishu_event_type=_EVENT_TYPE,
+            feishu_chat_id=chat_id,
+            feishu_chat_type=message.text("chat_type"),
+            feishu_message_id=message.ident("message_id"),
+            feishu_sender_id=user_id,
+            feishu_message_type=message_type,
+        )
 
         return self._request(
             conversation_id=chat_id,
@@ -104,6 +117,16 @@ class FeishuChannelAdapter(BaseChannelAdapter):
             is_reply_to_bot=False,
             metadata=metadata,
         )
+
+    @staticmethod
+    def parse_challenge(data: Any) -> str | None:
+        """The ``challenge`` to echo back for a URL-verification request, else None."""
+        if not isinstance(data, Mapping):
+            return None
+        challenge = data.get("challenge")
+        if isinstance(challenge, str | int) and not isinstance(challenge, bool):
+            return str(challenge) or None
+        return None
 
     @staticmethod
     def _content(message: Fields) -> Fields:
@@ -151,7 +174,10 @@ class FeishuChannelAdapter(BaseChannelAdapter):
             text, hit = self._post(payload, attachments, names, bot_keys)
             return text, attachments, mentioned or hit
         if message_type == "image":
-            attachments.append(Attachment(type="image", file_id=payload.text("image_key") or None))
+            key = payload.text("image_key")
+            attachments.append(
+                Attachment(type="image", file_id=key or None, source="feishu", image_key=key)
+            )
         elif message_type in _FILE_TYPES:
             attachments.append(
                 Attachment(

@@ -126,6 +126,8 @@ class QQChannelAdapter(BaseChannelAdapter):
                         file_id=file_id,
                         name=data.text("name") or data.text("file_name") or None,
                         size=data.size("file_size"),
+                        source="qq",
+                        file=file_id or "",
                     )
                 )
 
@@ -138,6 +140,7 @@ class QQChannelAdapter(BaseChannelAdapter):
         anonymous = event.obj("anonymous")
         if anonymous is not None:
             display_name = anonymous.text("name") or display_name
+        display_name = display_name or f"QQ用户{user_id}"  # the seed's name for a nameless sender
 
         metadata: dict[str, Any] = {
             "post_type": "message",

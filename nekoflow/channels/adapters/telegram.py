@@ -10,6 +10,11 @@ except the implicit reply to a forum topic's creation message, which is not a re
 ``bot_username`` a group message mentions the bot through a ``mention``/``bot_command`` entity
 (offsets are UTF-16 units) or a ``text_mention`` of that user; the mention is removed from the
 content. ``message_thread_id`` becomes ``thread_id`` in forum topics (``is_topic_message``).
+
+``conversation_id`` is the chat id (unique across private chats and groups on Telegram). Metadata
+also carries the seed's ``telegram_*`` keys (update/chat/message id, chat type) and, for edits,
+``edit_date`` so each edit of a message is its own turn. ``parse_update`` is the seed's name for
+``parse_event``.
 """
 
 from __future__ import annotations
@@ -115,6 +120,14 @@ class TelegramChannelAdapter(BaseChannelAdapter):
         date = message.integer("edit_date") or message.integer("date")
         if date is not None:
             metadata["date"] = date
+        if message.has("edit_date"):
+            metadata["edit_date"] = message.integer("edit_date")
+        metadata.update(
+            telegram_update_id=metadata.get("update_id"),
+            telegram_chat_id=chat_id,
+            telegram_chat_type=chat_type,
+            telegram_message_id=message.ident("message_id"),
+        )
 
         is_topic = message.flag("is_topic_message")
         thread_id = message.ident("message_thread_id") if is_topic else ""
@@ -133,6 +146,10 @@ class TelegramChannelAdapter(BaseChannelAdapter):
             is_reply_to_bot=reply_to_bot,
             metadata=metadata,
         )
+
+    def parse_update(self, update: Any) -> ChatRequest | None:
+        """The seed's name for :meth:`parse_event` (a Bot API ``Update``)."""
+        return self.parse_event(update)
 
     def _reply(self, message: Fields) -> tuple[str, bool]:
         replied = message.obj("reply_to_message")
