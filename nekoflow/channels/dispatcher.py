@@ -4,8 +4,10 @@ memory scope and scope id, which character — all pure decisions over a parsed 
 Triggers (seed): ``always``; ``private_only``; ``mention_only``; ``mention_or_private``;
 ``private_or_reply``; ``keyword`` (a case-sensitive substring of the channel's
 ``trigger_keywords`` in the content); ``manual`` (``character_mode`` true); anything else is
-false. Private means scene ``private`` or ``web_session``. Flags are read with
-``_get_meta_field`` (attribute when not None, else metadata, else the context's metadata).
+false. Private means scene ``private`` or ``web_session``. A flag (is_mentioned,
+is_reply_to_bot, character_mode) is the first boolean-like value among the request's attribute,
+its metadata and the context's metadata: bools, 0/1 and "true"/"false"-like strings count, other
+values (None, a test double's auto-attribute) defer to the next source; none → false.
 An unconfigured channel uses its built-in default trigger (``config.CHANNEL_DEFAULTS``), and a
 channel without one ``mention_or_private``.
 """
