@@ -5,11 +5,14 @@ review.plot.scored, review.finished. LLM mode falls back to the rule review on a
 records why in ``ReviewOutput.fallback_reason``; its quality scores feed the AutoState cache.
 A valid LLM answer that leaves out the delta or some scores is completed from the rule review of
 the same turn (see :func:`nekoflow.review.llm_review.fill_from_rules`).
-Observers never break a review: a bus or AutoState store that raises is logged and ignored.
+Observers never break a review: a bus or AutoState store that raises is logged and ignored. A bus
+whose ``emit`` is a coroutine function is awaited (or scheduled on the running event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 from typing import Any, Literal
 
@@ -31,6 +34,32 @@ REVIEW_EVENTS: tuple[str, ...] = (
     "review.plot.scored",
     "review.finished",
 )
+
+
+_pending_emits: set[asyncio.Task[Any]] = set()
+
+
+def _deliver_async(awaitable: Any) -> None:
+    """Run an async bus's ``emit`` coroutine: to completion when no event loop is running here,
+    else as a task on the running loop (kept referenced until done), in emission order."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_await(awaitable))
+        return
+    task = loop.create_task(_await(awaitable))
+    _pending_emits.add(task)
+    task.add_done_callback(_emit_done)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _emit_done(task: asyncio.Task[Any]) -> None:
+    _pending_emits.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("async event bus failed", exc_info=task.exception())
 
 
 class ReviewPipeline:
@@ -83,7 +112,9 @@ class ReviewPipeline:
             payload=payload,
         )
         try:
-            self.event_bus.emit(event)
+            result = self.event_bus.emit(event)
+            if inspect.isawaitable(result):
+                _deliver_async(result)
         except Exception:
             log.exception("event bus %r failed on %s", self.event_bus, event_type)
 

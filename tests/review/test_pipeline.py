@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -226,3 +227,49 @@ def test_get_review_pipeline_uses_settings(monkeypatch: pytest.MonkeyPatch) -> N
         assert get_review_pipeline().mode == "rule"
     finally:
         get_settings.cache_clear()
+
+
+class AsyncBus:
+    """An event bus whose emit is a coroutine function (e.g. an asyncio publisher)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.types: list[str] = []
+        self.fail = fail
+
+    async def emit(self, event: Any) -> None:
+        if self.fail:
+            raise RuntimeError("publisher down")
+        self.types.append(event.type)
+
+
+def test_an_async_event_bus_gets_all_five_events_in_order() -> None:
+    from nekoflow.review import REVIEW_EVENTS, InMemoryAutoState, ReviewPipeline
+
+    bus = AsyncBus()
+    ReviewPipeline(event_bus=bus, autostate=InMemoryAutoState()).run({"user_message": "嗯"})
+    assert bus.types == list(REVIEW_EVENTS)
+
+
+def test_an_async_event_bus_inside_a_running_loop() -> None:
+    import asyncio
+
+    from nekoflow.review import REVIEW_EVENTS, InMemoryAutoState, ReviewPipeline
+
+    bus = AsyncBus()
+
+    async def main() -> None:
+        ReviewPipeline(event_bus=bus, autostate=InMemoryAutoState()).run({"user_message": "嗯"})
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert bus.types == list(REVIEW_EVENTS)
+
+
+def test_a_failing_async_event_bus_never_breaks_the_review() -> None:
+    from nekoflow.review import InMemoryAutoState, ReviewPipeline
+
+    out = ReviewPipeline(event_bus=AsyncBus(fail=True), autostate=InMemoryAutoState()).run(
+        {"user_message": "谢谢"}
+    )
+    assert out.relationship_delta.trust == 1
