@@ -23,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from nekoflow.errors import InputError
+
 __all__ = ["ReplySegment", "format_line", "format_reply", "parse_reply"]
 
 _EMOTION_OPEN, _EMOTION_CLOSE = "【", "】"
@@ -69,8 +71,17 @@ def format_reply(segments: Iterable[ReplySegment | Mapping[str, Any]]) -> str:
     """Join segments into reply text (no separator); the inverse of :func:`parse_reply`.
 
     Plain mappings are validated as :class:`ReplySegment` (a bad one raises
-    ``pydantic.ValidationError`` naming the field).
+    ``pydantic.ValidationError`` naming the field). A single segment (or mapping) is taken as a
+    one-segment list; anything else that is not a list of segments is an
+    :class:`~nekoflow.errors.InputError` naming ``segments``.
     """
+    if isinstance(segments, ReplySegment | Mapping):
+        segments = [segments]
+    elif isinstance(segments, str | bytes) or not isinstance(segments, Iterable):
+        raise InputError(
+            f"segments must be a list of ReplySegment or mappings, got {type(segments).__name__}",
+            field="segments",
+        )
     parts: list[str] = []
     for seg in segments:
         s = seg if isinstance(seg, ReplySegment) else ReplySegment.model_validate(seg)

@@ -154,3 +154,17 @@ def test_the_builder_renders_stored_segments_exactly_as_format_reply(
     text = format_reply(segments)
     expected = [{"role": "assistant", "content": text}] if text else []
     assert build_memory(lines) == expected
+
+
+@pytest.mark.parametrize("bad", [None, 1, 1.5, "【开心】你好", b"x", object()])
+def test_format_reply_of_a_non_list_is_an_input_error_naming_segments(bad: object) -> None:
+    from nekoflow.errors import InputError
+
+    with pytest.raises(InputError, match="segments") as ei:
+        format_reply(bad)  # type: ignore[arg-type]
+    assert ei.value.field == "segments"
+
+
+def test_format_reply_of_a_single_segment() -> None:
+    assert format_reply(ReplySegment(emotion="开心", content="你好")) == "【开心】你好"
+    assert format_reply({"content": "你好", "action": "笑"}) == "你好(笑)"
