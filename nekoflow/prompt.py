@@ -1,13 +1,19 @@
 """PromptStack: named, prioritized system-prompt sections rendered in priority order.
 
-``add(key, content, priority=100, scope="session")`` registers a section (blank content is
-ignored, the same key replaces the previous section in place); ``render(base)`` returns ``base``
-followed by each section as ``"## {key}\\n{content}"`` in ascending priority (ties keep insertion
-order), joined by blank lines. Surrounding whitespace of ``base`` and of each content is dropped
-when rendering (as the seed's stack does), so the parts are always separated by exactly one blank
-line; a blank ``base`` is left out. ``scope`` says how long a section lives: ``"turn"`` sections
-are dropped by :meth:`PromptStack.end_turn` (or ``clear_scope("turn")``), ``"session"``/``"global"``
-ones stay.
+``add(key, content, priority=100, scope="session", *, role="system")`` registers a section
+(blank content is ignored, the same key replaces the previous section in place);
+``render(base)`` returns ``base`` followed by each section as ``"## {key}\\n{content}"`` in
+ascending priority (ties keep insertion order), joined by blank lines. Surrounding whitespace of
+``base`` and of each content is dropped when rendering (as the seed's stack does), so the parts
+are always separated by exactly one blank line; a blank ``base`` is left out. ``scope`` says how
+long a section lives: ``"turn"`` sections are dropped by :meth:`PromptStack.end_turn` (or
+``clear_scope("turn")``), ``"session"``/``"global"`` ones stay. ``role`` (``"system"`` or
+``"developer"``, as in the seed's stack) is kept on the item for callers that split the prompt
+by role; :meth:`render` joins every section regardless.
+
+The seed's stack also named some priorities after the character (``PRIORITY_CHARACTER_STATE``,
+``PRIORITY_CHARACTER_RELATIONSHIP``, ``PRIORITY_CHARACTER_MEMORIES``); those names are kept as
+aliases of the SPEC's constants with the SPEC's values.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from nekoflow.errors import InputError
 
 Scope = Literal["global", "session", "turn"]
 SCOPES: tuple[str, ...] = ("global", "session", "turn")
+Role = Literal["system", "developer"]
+ROLES: tuple[str, ...] = ("system", "developer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,7 @@ class PromptItem:
     content: str
     priority: int
     scope: str
+    role: str = "system"
 
 
 class PromptStack:
@@ -47,6 +56,13 @@ class PromptStack:
     PRIORITY_TOOL_INSTRUCTIONS: ClassVar[int] = 80
     DEFAULT_PRIORITY: ClassVar[int] = 100
 
+    # The seed's names for the same slots.
+    PRIORITY_CHARACTER_STATE: ClassVar[int] = PRIORITY_RUNTIME_STATE
+    PRIORITY_CHARACTER_RUNTIME_STATE: ClassVar[int] = PRIORITY_RUNTIME_STATE
+    PRIORITY_CHARACTER_RELATIONSHIP: ClassVar[int] = PRIORITY_RELATIONSHIP
+    PRIORITY_CHARACTER_REACTION_PLAN: ClassVar[int] = PRIORITY_REACTION_PLAN
+    PRIORITY_CHARACTER_MEMORIES: ClassVar[int] = PRIORITY_MEMORIES
+
     def __init__(self) -> None:
         self._items: dict[str, PromptItem] = {}
 
@@ -56,6 +72,8 @@ class PromptStack:
         content: str,
         priority: int = DEFAULT_PRIORITY,
         scope: Scope = "session",
+        *,
+        role: Role = "system",
     ) -> None:
         """Register (or replace) section ``key``; blank ``content`` is ignored."""
         if not isinstance(key, str) or not key.strip():
@@ -70,9 +88,16 @@ class PromptStack:
                 f"got {scope!r}",
                 field="scope",
             )
+        if role not in ROLES:
+            raise InputError(
+                f"role of prompt section {key!r} must be one of {', '.join(ROLES)}, got {role!r}",
+                field="role",
+            )
         if not content.strip():
             return
-        self._items[key] = PromptItem(key=key, content=content, priority=priority, scope=scope)
+        self._items[key] = PromptItem(
+            key=key, content=content, priority=priority, scope=scope, role=role
+        )
 
     def get(self, key: str) -> PromptItem | None:
         """The section registered under ``key``, if any."""
@@ -108,6 +133,20 @@ class PromptStack:
         parts = [base.strip()] if base and base.strip() else []
         parts.extend(f"## {item.key}\n{item.content.strip()}" for item in self.items())
         return "\n\n".join(parts)
+
+    def render_debug(self) -> list[dict[str, object]]:
+        """The sections in render order as dicts (key, content cut at 200 chars + "...",
+        priority, role, scope) — what this turn injected, for logs and debugging."""
+        return [
+            {
+                "key": item.key,
+                "content": item.content[:200] + "..." if len(item.content) > 200 else item.content,
+                "priority": item.priority,
+                "role": item.role,
+                "scope": item.scope,
+            }
+            for item in self.items()
+        ]
 
     def __contains__(self, key: object) -> bool:
         return key in self._items

@@ -96,6 +96,24 @@ class WorldBook(_Model):
     # Set by the SQL store on load; it changes on every write, so it versions the automaton cache.
     _revision: str | None = PrivateAttr(default=None)
 
+    @field_validator("entries", mode="before")
+    @classmethod
+    def _entries_mapping_to_list(cls, value: Any) -> Any:
+        """Accept the seed's ``world_books.json`` shape ``{"<entry_id>": {...}}`` for ``entries``.
+
+        The mapping keeps its order; an entry without an ``id`` takes its key. (A given ``id``
+        that differs from its key is kept as is here; the ``world_books.json`` importer reports
+        such a file as inconsistent.)
+        """
+        if not isinstance(value, dict):
+            return value
+        out = []
+        for key, item in value.items():
+            if isinstance(item, dict) and not item.get("id"):
+                item = {**item, "id": str(key)}
+            out.append(item)
+        return out
+
     def __eq__(self, other: object) -> bool:
         """Books are equal when their fields are (the store's private revision is ignored)."""
         if not isinstance(other, WorldBook):

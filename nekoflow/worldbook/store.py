@@ -10,7 +10,9 @@ entry return ``None`` (``delete*`` return ``False``); adding entries to a missin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from nekoflow.errors import InputError
-from nekoflow.storage import get_engine, session_scope
+from nekoflow.storage import create_all, get_engine, make_engine, session_scope
 from nekoflow.storage.worldbook import WorldBookEntryRow, WorldBookRow
 from nekoflow.worldbook.errors import WorldBookDataError, WorldBookNotFoundError
 from nekoflow.worldbook.ids import new_id, now_iso
@@ -84,11 +86,44 @@ def _book_from_rows(row: WorldBookRow, entries: Iterable[WorldBookEntryRow]) -> 
     return book
 
 
-class WorldBookStore:
-    """CRUD over world books and entries in the SQL database (default: the process engine)."""
+#: Where ``WorldBookStore(base_dir)`` keeps its SQLite database (the seed kept
+#: ``data/world_books.json`` under the same base directory).
+BASE_DIR_DB = ("data", "world_books.db")
 
-    def __init__(self, engine: Engine | None = None) -> None:
-        self._engine = engine if engine is not None else get_engine()
+
+def _engine_for(target: Engine | str | os.PathLike[str] | None) -> Engine:
+    if target is None:
+        return get_engine()
+    if isinstance(target, Engine):
+        return target
+    if isinstance(target, str | os.PathLike):
+        text = os.fspath(target)
+        if "://" in text:  # a database URL
+            engine = make_engine(text)
+        else:  # the seed's ``WorldBookStore(base_dir)``
+            path = Path(text, *BASE_DIR_DB)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            engine = make_engine(f"sqlite:///{path}")
+        create_all(engine)
+        return engine
+    raise InputError(
+        "WorldBookStore wants an SQLAlchemy Engine, a database URL or a base directory, "
+        f"got {type(target).__name__}",
+        field="engine",
+    )
+
+
+class WorldBookStore:
+    """CRUD over world books and entries in the SQL database.
+
+    ``WorldBookStore()`` uses the process engine (``NEKOFLOW_DATABASE_URL``);
+    ``WorldBookStore(engine)`` a given engine; ``WorldBookStore("postgresql://…")`` a database URL;
+    and, as in the seed, ``WorldBookStore(base_dir)`` a SQLite database at
+    ``<base_dir>/data/world_books.db`` (tables created when missing).
+    """
+
+    def __init__(self, engine: Engine | str | os.PathLike[str] | None = None) -> None:
+        self._engine = _engine_for(engine)
 
     # ------------------------------------------------------------------ books
 
