@@ -173,8 +173,12 @@ class TestMatchIn(BaseModel):
     """Test matching: simple mode (``message``, ``character_id``) or multi-source mode.
 
     Multi-source mode adds ``recent_messages`` (assistant ones feed ``assistant_recent``, all of
-    them ``history``) and ``scene`` (for ``scene_state`` triggers). ``config`` overrides the
-    recall limits. Nothing is stored and no cooldown is consulted or recorded.
+    them ``history``) and ``scene`` (for ``scene_state`` triggers). The other
+    ``WorldBookRecallContext`` fields may be given too: ``assistant_recent_text`` and
+    ``history_text`` replace the texts derived from ``recent_messages``; ``target_id``,
+    ``scope_id`` and ``active_entry_ids`` are accepted for clients that send a whole context
+    (they change nothing here). ``config`` overrides the recall limits. Nothing is stored and no
+    cooldown is consulted or recorded.
     """
 
     __test__ = False  # not a pytest test class
@@ -185,6 +189,11 @@ class TestMatchIn(BaseModel):
     character_id: str | None = None
     recent_messages: list[RecentMessage] = Field(default_factory=list, max_length=500)
     scene: dict[str, Any] = Field(default_factory=dict)
+    assistant_recent_text: str = Field(default="", max_length=100_000)
+    history_text: str = Field(default="", max_length=100_000)
+    target_id: str = ""
+    scope_id: str = ""
+    active_entry_ids: list[str] = Field(default_factory=list)
     config: WorldBookRecallConfig | None = None
 
 

@@ -85,7 +85,12 @@ def try_match(body: TestMatchIn, store: StoreDep) -> TestMatchResponse:
         latest_user_message=body.message,
         recent_messages=[m.model_dump() for m in body.recent_messages],
         scene=body.scene,
+        assistant_recent_text=body.assistant_recent_text,
+        history_text=body.history_text,
+        active_entry_ids=body.active_entry_ids,
         character_id=body.character_id or "",
+        target_id=body.target_id,
+        scope_id=body.scope_id,
     )
     hits = describe_matches(context, store.list_all(), body.character_id or None, body.config)
     fields = TestMatchItem.model_fields

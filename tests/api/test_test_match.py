@@ -140,3 +140,29 @@ def test_test_match_is_not_shadowed_by_book_routes(
     seeded.create("odd", id="test-match")
     assert client.get("/api/world-books/test-match").json()["id"] == "test-match"
     assert client.post(URL, json={"message": "白塔"}).json()["success"] is True
+
+
+def test_whole_recall_context_fields_are_accepted(
+    client: TestClient, seeded: WorldBookStore
+) -> None:
+    # a client may send every WorldBookRecallContext field; explicit texts replace derived ones
+    body = {
+        "message": "进去看看",
+        "character_id": "风堇",
+        "assistant_recent_text": "白塔门前",
+        "history_text": "",
+        "target_id": "user-1",
+        "scope_id": "scope-1",
+        "active_entry_ids": ["white_tower_oath"],
+    }
+    r = client.post(URL, json=body)
+    assert r.status_code == 200, r.text
+    (match,) = r.json()["matches"]
+    assert (match["entry_id"], match["trigger_sources"], match["score"]) == (
+        "white_tower_oath",
+        ["assistant_recent"],
+        30 + 80,
+    )
+    # scope_id does not make test-match consult or record cooldowns (cooldown_turns=2)
+    again = client.post(URL, json=body).json()["matches"]
+    assert [m["entry_id"] for m in again] == ["white_tower_oath"]
