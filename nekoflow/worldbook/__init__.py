@@ -6,7 +6,7 @@ free of SQL and Redis.
 """
 
 from nekoflow.worldbook.cooldowns import Cooldowns, CooldownState, InMemoryCooldowns
-from nekoflow.worldbook.injector import format_world_book, inject_world_book
+from nekoflow.worldbook.injector import format_world_book, inject_world_book, injected_entries
 from nekoflow.worldbook.matcher import describe_matches, match_entries, match_entries_v2
 from nekoflow.worldbook.models import (
     ENTRY_TYPE_PRIORITY,
@@ -32,6 +32,7 @@ __all__ = [
     "describe_matches",
     "format_world_book",
     "inject_world_book",
+    "injected_entries",
     "match_entries",
     "match_entries_v2",
 ]

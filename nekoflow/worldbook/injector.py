@@ -34,14 +34,12 @@ def _entry(item: WorldBookEntry | WorldBookMatchResult, n: int) -> WorldBookEntr
     )
 
 
-def format_world_book(
-    entries: Iterable[WorldBookEntry | WorldBookMatchResult],
-    max_total_chars: int = MAX_TOTAL_CHARS,
-) -> str:
-    """The ``world_book`` section text for ``entries`` ("" when none fits)."""
-    sections: list[str] = []
+def _sections(
+    entries: Iterable[WorldBookEntry | WorldBookMatchResult], max_total_chars: int
+) -> list[tuple[WorldBookEntry, str]]:
+    picked: list[tuple[WorldBookEntry, str]] = []
     total = 0
-    for n, item in enumerate(entries):
+    for n, item in enumerate(entries or []):
         entry = _entry(item, n)
         content = entry.content.strip()
         if not content:
@@ -51,11 +49,33 @@ def format_world_book(
         section = f"【{entry.name}】\n{content}" if entry.name else content
         if total + len(section) > max_total_chars:
             continue
-        sections.append(section)
+        picked.append((entry, section))
         total += len(section)
+    return picked
+
+
+def format_world_book(
+    entries: Iterable[WorldBookEntry | WorldBookMatchResult],
+    max_total_chars: int = MAX_TOTAL_CHARS,
+) -> str:
+    """The ``world_book`` section text for ``entries`` ("" when none fits)."""
+    sections = [section for _, section in _sections(entries, max_total_chars)]
     if not sections:
         return ""
     return HEADER + "\n\n" + "\n\n".join(sections)
+
+
+def injected_entries(
+    entries: Iterable[WorldBookEntry | WorldBookMatchResult],
+    max_total_chars: int = MAX_TOTAL_CHARS,
+) -> list[WorldBookEntry]:
+    """The entries whose sections :func:`inject_world_book` actually puts in the prompt.
+
+    The matcher's budgets count raw content; the injector counts whole sections (name line
+    included) and skips blank contents, so an entry the matcher returned can still be left out
+    here. Record cooldowns for these entries, not for every match.
+    """
+    return [entry for entry, _ in _sections(entries, max_total_chars)]
 
 
 def inject_world_book(

@@ -169,3 +169,19 @@ def test_seed_priority_names_and_role() -> None:
     with pytest.raises(InputError) as err:
         stack.add("k", "x", role="user")  # type: ignore[arg-type]
     assert err.value.field == "role"
+
+
+def test_injected_entries_are_the_ones_in_the_prompt() -> None:
+    from nekoflow.worldbook import WorldBookEntry
+    from nekoflow.worldbook.injector import format_world_book, injected_entries
+
+    # contents (10 + 10 + 10) would fit 30 chars but the sections carry their name lines:
+    # 【甲】\n + 10 = 14; 乙 would make 28 > 25 and is skipped; c (no name) makes 24
+    a = WorldBookEntry(id="a", name="甲", content="a" * 10)
+    b = WorldBookEntry(id="b", name="乙", content="b" * 10)
+    blank = WorldBookEntry(id="blank", name="空", content="  ")
+    c = WorldBookEntry(id="c", content="c" * 10)
+    picked = injected_entries([a, blank, b, c], max_total_chars=25)
+    assert [e.id for e in picked] == ["a", "c"]
+    text = format_world_book([a, blank, b, c], max_total_chars=25)
+    assert text.endswith("【甲】\n" + "a" * 10 + "\n\n" + "c" * 10)
