@@ -2,8 +2,11 @@
 
 Shape: ``{"world_books": {<book_id>: {id, name, description, character_ids, entries: {<entry_id>:
 {…entry fields…}}, enabled, created_at, updated_at}}}``. A book's or entry's ``id`` may be omitted
-(the key is used); when both are given they must agree. ``dump(parse(x))`` reproduces ``x`` for a
-file that spells out every field; missing fields come back with their defaults.
+(the key is used; in a list, a fresh id); when both are given they must agree.
+``dump(parse(x))`` reproduces ``x`` for a file that spells out every field; missing fields come
+back with their defaults. ``world_books`` may also be a list of books (the seed app's "export
+all" bundle); a book's keys starting with ``_`` (export markers) and ``entry_count`` (added by the
+API) are ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nekoflow.worldbook.errors import WorldBookDataError
+from nekoflow.worldbook.ids import new_id
 from nekoflow.worldbook.models import WorldBook, WorldBookEntry
 
 FORMAT_KEY = "world_books"
@@ -36,7 +40,7 @@ def _items(value: Any) -> Iterable[tuple[str, Any]]:
 def _check_id(key: str, data: dict[str, Any], what: str, problems: list[str]) -> None:
     given = data.get("id")
     if given in (None, ""):
-        data["id"] = key
+        data["id"] = key or new_id()  # a list item without an id gets a fresh one
     elif key and given != key:
         problems.append(f"{what}: id {given!r} does not match its key {key!r}")
 
@@ -55,7 +59,13 @@ def parse_world_books(data: Any) -> list[WorldBook]:
         if not isinstance(raw_book, Mapping):
             problems.append(f"{label}: expected an object, got {type(raw_book).__name__}")
             continue
-        book_data = dict(raw_book)
+        # Export markers ("_export_version", "_exported_at", …) and the API's derived
+        # "entry_count" are not book data: dropped, so exports and API answers import as is.
+        book_data = {
+            k: v
+            for k, v in raw_book.items()
+            if not (isinstance(k, str) and k.startswith("_")) and k != "entry_count"
+        }
         _check_id(book_key, book_data, label, problems)
         raw_entries = book_data.pop("entries", {})
         if not isinstance(raw_entries, Mapping | list):

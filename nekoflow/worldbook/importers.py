@@ -357,6 +357,24 @@ def card_json_from_png(data: bytes) -> Any:
     raise InputError("PNG has no 'chara' or 'ccv3' text chunk (not a character card)", field="png")
 
 
+def _first_entry(doc: Mapping[str, Any]) -> Any:
+    entries = doc.get("entries")
+    if isinstance(entries, Mapping):
+        return next(iter(entries.values()), None)
+    if isinstance(entries, list) and entries:
+        return entries[0]
+    return None
+
+
+def _is_single_book(doc: Mapping[str, Any]) -> bool:
+    """One book in the seed's own shape (the seed app's per-book export, or a book as the API
+    returns it): an export marker, or entries that use the seed's field names."""
+    if "_export_version" in doc:
+        return True
+    first = _first_entry(doc)
+    return isinstance(first, Mapping) and ("keywords" in first or "trigger_sources" in first)
+
+
 def _is_card_book(doc: Mapping[str, Any]) -> bool:
     entries = doc.get("entries")
     first = entries[0] if isinstance(entries, list) and entries else None
@@ -393,6 +411,12 @@ def parse_import(
     if "character_book" in doc:
         return from_character_card(doc, name=name, book_id=book_id)
     if "entries" in doc:
+        if _is_single_book(doc):
+            single = {**doc, "id": book_id or doc.get("id") or new_id()}
+            if name:
+                single["name"] = name
+            books = parse_world_books({FORMAT_KEY: [single]})
+            return ImportReport(source_format="world_books.json", books=books)
         if _is_card_book(doc):
             return from_character_card(
                 {"data": {"character_book": doc}}, name=name, book_id=book_id

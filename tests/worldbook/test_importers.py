@@ -254,3 +254,34 @@ def test_imported_world_info_matches_and_exports(engine: Engine) -> None:
     exported = dump_world_books(store.list_all())
     again = parse_import(json.dumps(exported).encode())
     assert again.books == store.list_all()
+
+
+def test_seed_app_exports_and_api_answers_import() -> None:
+    # the seed app's per-book export: one book, entries in the seed's field names, "_" markers
+    single = {
+        "name": "翁法罗斯",
+        "character_ids": ["风堇"],
+        "enabled": False,
+        "entries": [{"name": "白塔旧誓", "keywords": ["白塔"], "content": "c", "priority": 80}],
+        "_export_version": 1,
+        "_exported_at": "2025-01-01T00:00:00",
+    }
+    report = parse_import(json.dumps(single).encode())
+    assert report.source_format == "world_books.json"
+    (book,) = report.books
+    assert (book.name, book.character_ids, book.enabled) == ("翁法罗斯", ["风堇"], False)
+    assert book.id and book.entries[0].id  # fresh ids where the file has none
+    assert (book.entries[0].keywords, book.entries[0].priority) == (["白塔"], 80)
+    named = parse_import(json.dumps(single).encode(), name="改名", book_id="given").books[0]
+    assert (named.id, named.name) == ("given", "改名")
+    # the "export all" bundle (a list of books) with a book as GET /api/world-books returns it
+    bundle = {
+        "_export_version": 1,
+        "_type": "world_books_bundle",
+        "world_books": [{**single, "id": "b1", "entry_count": 1}],
+    }
+    (b1,) = parse_import(json.dumps(bundle).encode()).books
+    assert (b1.id, [e.name for e in b1.entries]) == ("b1", ["白塔旧誓"])
+    # SillyTavern World Info (entries with "key") is still told apart
+    wi = {"entries": {"0": {"uid": 0, "key": ["白塔"], "content": "c", "comment": "x"}}}
+    assert parse_import(json.dumps(wi).encode()).source_format == "sillytavern_world_info"
