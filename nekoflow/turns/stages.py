@@ -55,7 +55,7 @@ from nekoflow.turns.models import (
     MemoryBuildResult,
 )
 from nekoflow.turns.prompting import build_system_prompt, memories_text
-from nekoflow.worldbook import WorldBookRecallContext, match_entries_v2
+from nekoflow.worldbook import WorldBookRecallContext, injected_entries, match_entries_v2
 
 log = logging.getLogger(__name__)
 
@@ -313,6 +313,8 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
         world_book=[r.entry for r in results],
         world_book_chars=deps.recall_config.max_total_chars,
     )
+    # Only entries whose sections reached the prompt count as injected (and cool down).
+    reached = {e.id for e in injected_entries(results, deps.recall_config.max_total_chars)}
     result = BeforeTurnResult(
         system_prompt=prompt,
         injected=[
@@ -324,6 +326,7 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
                 score=r.score,
             )
             for r in results
+            if r.entry.id in reached
         ],
         memories=n_memories,
         relationship=relationship,

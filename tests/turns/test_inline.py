@@ -164,3 +164,28 @@ def test_real_time_gap_uses_platform_message_times(deps, role) -> None:
     assert review["relationship_delta"]["familiarity"] == 2 and review["should_write_memory"]
     assert "距离上次对话已经过去3天" in prompt
     assert [m.content.splitlines()[0] for m in mems] == ["现实时间间隔:3天"]
+
+
+def test_only_entries_that_reach_the_prompt_count_as_injected(deps, role) -> None:
+    from nekoflow.worldbook import WorldBook, WorldBookEntry, WorldBookRecallConfig
+    from nekoflow.worldbook.store import WorldBookStore
+
+    # The matcher's budget counts raw content (60 + 38 <= 100); the injector counts whole
+    # sections ("【name】\n" + content), so the second entry does not fit in the prompt.
+    book = WorldBook(
+        id="b1",
+        name="书",
+        entries=[
+            WorldBookEntry(id="big", name="大", keywords=["猫"], content="甲" * 60, priority=90),
+            WorldBookEntry(id="small", name="小", keywords=["猫"], content="乙" * 38, priority=10),
+        ],
+    )
+    WorldBookStore(deps.engine).import_books([book])
+    deps.recall_config = WorldBookRecallConfig(max_total_chars=100)
+    handle = submit_turn(deps, "web", web_event("我家的猫"))
+    assert run_inline(deps, handle.turn_id, sleep=False) == "ok"
+    with Session(deps.engine) as s:
+        before = s.get(TurnStage, (handle.turn_id, "before_turn")).result
+    assert [e["id"] for e in before["injected"]] == ["big"]
+    assert "甲" * 60 in before["system_prompt"] and "乙" not in before["system_prompt"]
+    assert deps.cooldowns.snapshot("web:conversation:sess1").injections == {"big": 1}
