@@ -8,26 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from nekoflow.worldbook.store import WorldBookStore
+from tests.seed_data import white_tower_oath
 
 URL = "/api/world-books/test-match"
 
-OATH: dict[str, Any] = {
-    "id": "white_tower_oath",
-    "name": "白塔旧誓",
-    "keywords": ["白塔", "旧日誓约"],
-    "content": "白塔是上一轮命运循环中...",
-    "enabled": True,
-    "priority": 80,
-    "case_sensitive": False,
-    "match_mode": "any",
-    "trigger_sources": ["user", "assistant_recent", "scene_state"],
-    "always_on": False,
-    "state_triggers": {"location": ["白塔", "观星塔"]},
-    "cooldown_turns": 2,
-    "entry_type": "event",
-    "weight": 0,
-    "tags": ["风堇", "翁法罗斯"],
-}
+OATH: dict[str, Any] = white_tower_oath()
 HELLO: dict[str, Any] = {
     "id": "hello_world",
     "name": "世界",

@@ -12,37 +12,9 @@ from typer.testing import CliRunner
 from nekoflow.cli import app
 from nekoflow.settings import get_settings
 from nekoflow.storage import reset_engine
+from tests.seed_data import seed_book
 
-SEED_DOC = {
-    "world_books": {
-        "wb": {
-            "id": "wb",
-            "name": "翁法罗斯",
-            "description": "",
-            "character_ids": ["风堇"],
-            "entries": {
-                "white_tower_oath": {
-                    "id": "white_tower_oath",
-                    "name": "白塔旧誓",
-                    "keywords": ["白塔", "旧日誓约"],
-                    "content": "白塔是上一轮命运循环中...",
-                    "enabled": True,
-                    "priority": 80,
-                    "case_sensitive": False,
-                    "match_mode": "any",
-                    "trigger_sources": ["user", "assistant_recent", "scene_state"],
-                    "always_on": False,
-                    "state_triggers": {"location": ["白塔", "观星塔"]},
-                    "cooldown_turns": 2,
-                    "entry_type": "event",
-                    "weight": 0,
-                    "tags": ["风堇", "翁法罗斯"],
-                }
-            },
-            "enabled": True,
-        }
-    }
-}
+SEED_DOC = {"world_books": {"wb": seed_book("wb", description="")}}
 
 
 @pytest.fixture

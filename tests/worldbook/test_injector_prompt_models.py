@@ -16,6 +16,7 @@ from nekoflow.worldbook import (
     inject_world_book,
 )
 from nekoflow.worldbook.injector import HEADER, format_world_book
+from tests.seed_data import white_tower_oath
 
 # ---------------------------------------------------------------- injector
 
@@ -191,22 +192,6 @@ def test_unknown_fields_are_rejected() -> None:
 
 
 def test_seed_example_entry_validates() -> None:
-    data = {
-        "id": "white_tower_oath",
-        "name": "白塔旧誓",
-        "keywords": ["白塔", "旧日誓约"],
-        "content": "白塔是上一轮命运循环中...",
-        "enabled": True,
-        "priority": 80,
-        "case_sensitive": False,
-        "match_mode": "any",
-        "trigger_sources": ["user", "assistant_recent", "scene_state"],
-        "always_on": False,
-        "state_triggers": {"location": ["白塔", "观星塔"]},
-        "cooldown_turns": 2,
-        "entry_type": "event",
-        "weight": 0,
-        "tags": ["风堇", "翁法罗斯"],
-    }
+    data = white_tower_oath()
     entry = WorldBookEntry(**data)
     assert entry.model_dump(include=set(data)) == data

@@ -20,33 +20,9 @@ from nekoflow.worldbook import (
 )
 from nekoflow.worldbook.formats import dump_world_books, parse_world_books
 from nekoflow.worldbook.store import BASE_DIR_DB, WorldBookStore
+from tests.seed_data import seed_book
 
-SEED_BOOK = {
-    "id": "omphalos",
-    "name": "翁法罗斯",
-    "description": "崩坏:星穹铁道世界观设定",
-    "character_ids": ["风堇"],
-    "entries": {
-        "white_tower_oath": {
-            "id": "white_tower_oath",
-            "name": "白塔旧誓",
-            "keywords": ["白塔", "旧日誓约"],
-            "content": "白塔是上一轮命运循环中...",
-            "enabled": True,
-            "priority": 80,
-            "case_sensitive": False,
-            "match_mode": "any",
-            "trigger_sources": ["user", "assistant_recent", "scene_state"],
-            "always_on": False,
-            "state_triggers": {"location": ["白塔", "观星塔"]},
-            "cooldown_turns": 2,
-            "entry_type": "event",
-            "weight": 0,
-            "tags": ["风堇", "翁法罗斯"],
-        }
-    },
-    "enabled": True,
-}
+SEED_BOOK = seed_book()
 
 
 def test_a_book_in_the_world_books_json_shape_validates() -> None:

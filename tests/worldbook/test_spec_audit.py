@@ -19,30 +19,14 @@ from nekoflow.worldbook import (
     match_entries,
     match_entries_v2,
 )
+from tests.seed_data import white_tower_oath
 
 HEADER = "以下是在当前对话中触发的世界观设定:"
 
 
 def white_tower(**overrides: object) -> WorldBookEntry:
     """The seed's 白塔旧誓 entry, as in its world_books.json example."""
-    fields: dict[str, object] = {
-        "id": "white_tower_oath",
-        "name": "白塔旧誓",
-        "keywords": ["白塔", "旧日誓约"],
-        "content": "白塔是上一轮命运循环中...",
-        "enabled": True,
-        "priority": 80,
-        "case_sensitive": False,
-        "match_mode": "any",
-        "trigger_sources": ["user", "assistant_recent", "scene_state"],
-        "always_on": False,
-        "state_triggers": {"location": ["白塔", "观星塔"]},
-        "cooldown_turns": 2,
-        "entry_type": "event",
-        "weight": 0,
-        "tags": ["风堇", "翁法罗斯"],
-    }
-    fields.update(overrides)
+    fields = white_tower_oath(**overrides)
     return WorldBookEntry(**fields)  # type: ignore[arg-type]
 
 
