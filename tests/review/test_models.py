@@ -28,7 +28,7 @@ def test_seed_examples_construct() -> None:
         user_engagement=0.6,
         risk=0.1,
     )
-    MemoryItem(
+    item = MemoryItem(
         target="user",
         mem_type="relationship",
         title="用户表达了喜欢",
@@ -66,6 +66,10 @@ def test_seed_examples_construct() -> None:
         skipped=False,
     )
     assert out.world_book_update is None and out.memory_items == []
+    full = ReviewOutput(
+        should_write_memory=True, memory_items=[item], relationship_delta=d, source="rule"
+    )
+    assert full.memory_items[0].ttl == "long" and full.relationship_delta == d
     assert WorldBookUpdate().should_update is False
 
 

@@ -18,15 +18,10 @@ from nekoflow.errors import ConfigError
 from nekoflow.events import Event, RecordingEventBus
 from nekoflow.review import (
     InMemoryAutoState,
-    MemoryItem,
-    PlotUpdate,
-    RelationshipDelta,
     ReviewInput,
     ReviewKeywords,
     ReviewOutput,
     ReviewPipeline,
-    ReviewScore,
-    WorldBookUpdate,
     get_review_pipeline,
     real_time_context,
     run_rule_review,
@@ -96,48 +91,6 @@ def test_seed_basic_usage() -> None:
         "jealousy": 0,
     }
     assert output.skipped and not output.should_write_memory and output.memory_items == []
-
-
-def test_seed_models_examples_construct() -> None:
-    score = ReviewScore(
-        character_fidelity=0.8,
-        immersion=0.7,
-        relationship_progress=0.5,
-        story_progress=0.6,
-        memory_value=0.4,
-        world_consistency=0.9,
-        user_engagement=0.6,
-        risk=0.1,
-    )
-    item = MemoryItem(
-        target="user",
-        mem_type="relationship",
-        title="用户表达了喜欢",
-        content="用户:我很喜欢你\n角色:谢谢你的喜欢!",
-        importance=0.7,
-        ttl="long",
-    )
-    delta = RelationshipDelta(
-        affection=2,
-        trust=1,
-        familiarity=1,
-        dependency=0,
-        security=0,
-        jealousy=0,
-        reason="用户表达了亲密情感;选择了 important 级剧情分支。",
-    )
-    assert delta.source == "review_pipeline"
-    out = ReviewOutput(
-        should_write_memory=True,
-        memory_items=[item],
-        relationship_delta=delta,
-        plot_update=PlotUpdate(should_create_node=True, level="important"),
-        scores=score,
-        source="rule",
-        skipped=False,
-    )
-    assert out.world_book_update is None
-    assert WorldBookUpdate().should_update is False
 
 
 def test_seed_review_input_example() -> None:
