@@ -38,14 +38,21 @@ def _run(task: Task, stage: str, turn_id: str) -> dict[str, Any]:
         log.warning(
             "turn %s %s: retrying in %.1fs (%s)", turn_id, stage, outcome.delay, outcome.reason
         )
-        raise task.retry(countdown=outcome.delay, max_retries=None)
+        # The runner decides how many attempts a stage gets (llm_max_attempts,
+        # stage_max_attempts); the tasks themselves retry without a Celery-side cap.
+        raise task.retry(countdown=outcome.delay)
     task.request.chain = None  # end the chain here
     if outcome.kind == "stop":
         return {"turn_id": turn_id, "stage": stage, "status": "stopped", "reason": outcome.reason}
     raise StageFailed(outcome.reason)
 
 
-_OPTIONS: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
+_OPTIONS: dict[str, Any] = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": None,  # unlimited here: ``execute_stage`` ends the turn as failed in time
+}
 
 
 @app.task(name="nekoflow.turn.dispatch", **_OPTIONS)

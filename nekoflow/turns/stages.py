@@ -178,7 +178,10 @@ def _user_line(req: ChatRequest, dispatch: DispatchResult) -> dict[str, Any]:
 
 def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
     """Claim the turn (per-scope order) and settle who answers: role, save, time gap."""
-    claimed, run = store.claim_run(deps.engine, turn_id)
+    try:
+        claimed, run = store.claim_run(deps.engine, turn_id)
+    except LookupError:  # a message for a turn this database never had: drop it
+        raise TurnNotRunnable(f"no turn {turn_id!r}") from None
     if claimed == "finished":
         raise TurnNotRunnable(f"turn {turn_id} already finished")
     if claimed == "blocked":
