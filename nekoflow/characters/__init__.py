@@ -113,13 +113,25 @@ def add_character(
     *,
     profile: str = "",
     relationship: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> Role:
-    """Create a character; relationship keys may be aliases (好感, 信任度, …)."""
-    if not name.strip():
+    """Create a character; relationship keys may be aliases (好感, 信任度, …).
+
+    Names are unique (turns, config.ini and re-review filters pick characters by name): a
+    name already taken is an ``InputError``. ``strict`` rejects unknown relationship keys and
+    values outside 0–100 instead of ignoring/clamping them (see ``normalize_relationship``).
+    """
+    name = name.strip()
+    if not name:
         raise InputError("a character needs a name", field="name")
-    values = normalize_relationship(relationship)
+    values = normalize_relationship(relationship, strict=strict)
     with Session(engine, expire_on_commit=False) as s:
-        role = Role.new(name.strip(), profile_prompt=profile, initial_relationship=values)
+        taken = s.exec(select(Role.id).where(Role.name == name)).first()
+        if taken is not None:
+            raise InputError(
+                f"a character named {name!r} exists already (id {taken})", field="name"
+            )
+        role = Role.new(name, profile_prompt=profile, initial_relationship=values)
         s.add(role)
         s.commit()
         s.refresh(role)

@@ -42,7 +42,11 @@ def add(
     """Add a character."""
     try:
         role = add_character(
-            get_engine(), name, profile=profile, relationship=_pairs(relationship or [])
+            get_engine(),
+            name,
+            profile=profile,
+            relationship=_pairs(relationship or []),
+            strict=True,
         )
     except InputError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")

@@ -32,7 +32,7 @@ from rich.text import Text
 from nekoflow.errors import InputError
 from nekoflow.rereview import store
 from nekoflow.rereview.apply import ScopeDiff, apply_job, scope_diffs
-from nekoflow.rereview.export import export_job
+from nekoflow.rereview.export import check_export_path, export_job
 from nekoflow.rereview.runner import ReviewerSpec, run_inline
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.settings import get_settings
@@ -221,6 +221,12 @@ def rereview_command(
     if mode not in ("rule", "llm"):
         console.print(f"[red]--mode must be rule or llm, got {mode!r}[/red]")
         raise typer.Exit(2)
+    if export is not None:
+        try:
+            check_export_path(export)  # before any work, not after a long LLM job
+        except InputError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
     if dry_run and (apply or export):
         console.print("[red]--dry-run writes no records: it cannot --apply or --export[/red]")
         raise typer.Exit(2)
@@ -308,7 +314,7 @@ def rereview_command(
             f"plot nodes +{result.plots_written}/-{result.plots_deleted}"
         )
     else:
-        _diff_table(scope_diffs(engine, job), "dry run (nothing applied)")
+        _diff_table(scope_diffs(engine, job), "diff (not applied: use --apply)")
     if export is not None:
         try:
             n = export_job(engine, job, export)

@@ -43,11 +43,17 @@ def row(rec: ReviewRecord) -> dict[str, Any]:
     return out
 
 
-def export_job(engine: Engine, job: ReviewJob, path: Path) -> int:
-    """Write the job's records (its saves, its reviewer version) to ``path``; rows written."""
+def check_export_path(path: Path) -> str:
+    """The export format (``.jsonl`` or ``.csv``) of ``path``; anything else is an InputError."""
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".csv"):
-        raise InputError("--export must end in .jsonl or .csv", field="export")
+        raise InputError(f"--export must end in .jsonl or .csv, got {path.name!r}", field="export")
+    return suffix
+
+
+def export_job(engine: Engine, job: ReviewJob, path: Path) -> int:
+    """Write the job's records (its saves, its reviewer version) to ``path``; rows written."""
+    suffix = check_export_path(path)
     assert job.id is not None
     records = store.iter_records(engine, store.job_save_ids(engine, job.id), job.reviewer_version)
     n = 0

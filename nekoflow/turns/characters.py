@@ -48,10 +48,14 @@ def clamp_dimension(value: int) -> int:
     return max(0, min(100, int(value)))
 
 
-def normalize_relationship(values: Mapping[str, Any] | None) -> dict[str, int]:
+def normalize_relationship(
+    values: Mapping[str, Any] | None, *, strict: bool = False
+) -> dict[str, int]:
     """Six dimensions from a mapping that may use aliases (好感, 信任度, …), over the defaults.
 
-    Unknown keys are ignored; a non-numeric value is an ``InputError`` naming the key.
+    A non-numeric value is an ``InputError`` naming the key. Lenient (cards, which carry other
+    keys too): unknown keys are ignored and values clamped to 0–100. ``strict`` (what a person
+    typed): an unknown key or a value outside 0–100 is an ``InputError`` naming the key.
     """
     out = dict(DEFAULT_RELATIONSHIP)
     for key, raw in (values or {}).items():
@@ -59,13 +63,24 @@ def normalize_relationship(values: Mapping[str, Any] | None) -> dict[str, int]:
             str(key).strip()
         )
         if dim is None:
+            if strict:
+                known = ", ".join(sorted({*DEFAULT_RELATIONSHIP, "好感", "信任", "熟悉"}))
+                raise InputError(
+                    f"unknown relationship dimension {key!r} (one of {known}, or an alias)",
+                    field=str(key),
+                )
             continue
         try:
-            out[dim] = clamp_dimension(int(float(raw)))
+            value = int(float(raw))
         except (TypeError, ValueError):
             raise InputError(
                 f"relationship value {key!r} must be a number, got {raw!r}", field=str(key)
             ) from None
+        if strict and not 0 <= value <= 100:
+            raise InputError(
+                f"relationship value {key!r} must be within 0–100, got {value}", field=str(key)
+            )
+        out[dim] = clamp_dimension(value)
     return out
 
 

@@ -25,6 +25,7 @@ from nekoflow.settings import get_settings
 from nekoflow.storage import get_engine
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStage
+from nekoflow.turns.characters import resolve_role
 from nekoflow.turns.deps import TurnDeps
 
 console = Console()
@@ -73,6 +74,13 @@ def turn_command(
                     "[red]error:[/red] no character yet: add one with "
                     "`nekoflow character add NAME --profile ...` or "
                     "`nekoflow character import card.png`"
+                )
+                raise typer.Exit(2)
+            if character and resolve_role(s, character) is None:
+                names = ", ".join(s.exec(select(Role.name).order_by(col(Role.id))).all())
+                console.print(
+                    f"[red]error:[/red] --character: no character {escape(character)!r} "
+                    f"(known: {escape(names)})"
                 )
                 raise typer.Exit(2)
         event: dict[str, Any] = {

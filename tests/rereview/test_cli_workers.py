@@ -40,7 +40,7 @@ def test_cli_inline_apply_and_export(engine, cli_env, role_id, tmp_path: Path) -
     # the same job again writes nothing new
     res = runner.invoke(app, ["rereview", "--inline", "--character", "钦灵"])
     assert res.exit_code == 0, res.output
-    assert "dry run (nothing applied)" in res.output
+    assert "diff (not applied: use --apply)" in res.output
     assert _count(engine) == 18
     with Session(engine) as s:
         last = s.exec(select(ReviewJob).order_by(ReviewJob.id.desc())).first()
@@ -52,6 +52,10 @@ def test_cli_rejects_bad_options(engine, cli_env) -> None:
     assert runner.invoke(app, ["rereview", "--dry-run", "--apply"]).exit_code == 2
     res = runner.invoke(app, ["rereview", "--inline", "--character", "无名"])
     assert res.exit_code == 2 and "no character" in res.output
+    res = runner.invoke(app, ["rereview", "--inline", "--export", "out.txt"])
+    assert res.exit_code == 2 and "out.txt" in res.output
+    with Session(engine) as s:  # checked before any work: no job was created
+        assert s.exec(select(ReviewJob)).all() == []
 
 
 def test_cli_on_real_workers(engine, cli_env, role_id, workers, tmp_path: Path) -> None:

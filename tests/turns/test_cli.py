@@ -132,6 +132,13 @@ def test_character_commands_then_turns_and_runs(tmp_path: Path) -> None:
     assert "web:conversation:s1 · done" in first.stdout
     second = run_cli(tmp_path, "turn", "再见", "--session", "s1", "--character", "钦灵")
     assert second.returncode == 0 and "· done" in second.stdout
+    nobody = run_cli(tmp_path, "turn", "喂", "--character", "无名")
+    assert nobody.returncode == 2 and "no character '无名'" in nobody.stdout
+    assert "风堇" in nobody.stdout and "Traceback" not in nobody.stdout + nobody.stderr
+    out = run_cli(tmp_path, "character", "add", "钦灵")
+    assert out.returncode == 2 and "exists already" in out.stdout
+    out = run_cli(tmp_path, "character", "add", "新", "-r", "foo=3")
+    assert out.returncode == 2 and "unknown relationship dimension 'foo'" in out.stdout
 
     out = run_cli(tmp_path, "runs", "--json")
     rows = [json.loads(line) for line in out.stdout.splitlines()]
@@ -174,3 +181,24 @@ def test_sweep_republishes_stuck_turns(tmp_path: Path, redis_url: str, redis_cli
     with Session(engine) as s:
         assert s.get(TurnRun, "stuck-1").publishes == 2
         assert s.get(TurnRun, "fresh-1").publishes == 0
+
+
+def test_character_names_are_unique_and_typed_values_strict(engine) -> None:
+    from nekoflow.characters import add_character
+
+    add_character(engine, "钦灵")
+    with pytest.raises(InputError) as err:
+        add_character(engine, " 钦灵 ")
+    assert err.value.field == "name" and "exists already" in str(err.value)
+    with pytest.raises(InputError) as err:
+        import_card(engine, json.dumps(card(name="钦灵"), ensure_ascii=False).encode())
+    assert err.value.field == "name"
+    for bad, field in (({"foo": 3}, "foo"), ({"好感": 500}, "好感"), ({"trust": -1}, "trust")):
+        with pytest.raises(InputError) as err:
+            add_character(engine, "新角色", relationship=bad, strict=True)
+        assert err.value.field == field
+    # cards are lenient: other keys ignored, values clamped
+    role = add_character(engine, "卡片角色", relationship={"好感": 500, "mood": "happy"})
+    assert role.initial_relationship["affection"] == 100
+    with Session(engine) as s:
+        assert [r.name for r in s.exec(select(Role)).all()] == ["钦灵", "卡片角色"]
