@@ -1,5 +1,5 @@
 """``python -m nekoflow``: the command line."""
 
-from nekoflow.cli import app
+from nekoflow.cli import main
 
-app()
+main()

@@ -51,7 +51,10 @@ def embedded_worker(settings: Settings, *, concurrency: int = 2) -> Iterator[Tur
     )
     deps = TurnDeps.from_settings(settings, publish=publish_turn)
     set_deps(deps)
-    logging.getLogger("celery").setLevel(logging.WARNING)
+    # A one-shot command reports each turn's outcome (and a failed turn's reason) itself; the
+    # workers' retry warnings and task tracebacks would only bury that under log noise.
+    for name in ("celery", "tasks", "nekoflow"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         with _worker_thread(concurrency):
             yield deps

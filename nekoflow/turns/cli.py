@@ -24,7 +24,7 @@ from nekoflow.errors import NekoflowError
 from nekoflow.settings import get_settings
 from nekoflow.storage import get_engine
 from nekoflow.storage.dialogue import Role
-from nekoflow.storage.turns import STAGES, TurnRun, TurnStage
+from nekoflow.storage.turns import STAGES, TurnRun, TurnStage, TurnStatus
 from nekoflow.turns.characters import resolve_role
 from nekoflow.turns.deps import TurnDeps
 
@@ -123,9 +123,7 @@ def turn_command(
 def runs_command(
     limit: Annotated[int, typer.Option(min=1, help="How many turns to show.")] = 20,
     scope: Annotated[str | None, typer.Option(help="Only this scope id.")] = None,
-    status: Annotated[
-        str | None, typer.Option(help="Only this status (queued/running/done/failed).")
-    ] = None,
+    status: Annotated[TurnStatus | None, typer.Option(help="Only turns with this status.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List recent turns: status, stages done, model, latency and tokens."""
@@ -135,7 +133,7 @@ def runs_command(
         if scope:
             query = query.where(TurnRun.scope_id == scope)
         if status:
-            query = query.where(TurnRun.status == status)
+            query = query.where(TurnRun.status == status.value)
         runs = list(s.exec(query).all())
         stages = _stages_done(s, [r.turn_id for r in runs])
     if as_json:
@@ -144,7 +142,9 @@ def runs_command(
             row["stages"] = stages[r.turn_id]
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
-    table = Table("turn", "created", "scope", "status", "stages", "model", "ms", "tokens", "reason")
+    table = Table()
+    for name in ("turn", "created", "scope", "status", "stages", "model", "ms", "tokens"):
+        table.add_column(name, overflow="fold")
     for r in runs:
         tokens = (
             f"{r.prompt_tokens or 0}+{r.completion_tokens or 0}"
@@ -152,17 +152,19 @@ def runs_command(
             else ""
         )
         table.add_row(
-            r.turn_id[:12],
-            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            r.turn_id[:8],
+            r.created_at.strftime("%m-%d %H:%M:%S"),
             escape(r.scope_id or ""),
             r.status,
             f"{len(stages[r.turn_id])}/{len(STAGES)}",
             escape(r.llm_model or ""),
             f"{r.llm_latency_ms:.0f}" if r.llm_latency_ms is not None else "",
             tokens,
-            escape((r.reason or "")[:60]),
         )
     console.print(table)
+    for r in runs:  # reasons are long: one line each under the table, never cut
+        if r.reason:
+            console.print(f"{r.turn_id[:8]} {r.status}: {escape(r.reason)}", soft_wrap=True)
 
 
 def sweep_command() -> None:

@@ -135,12 +135,14 @@ def list_command(
     console.print(table)
 
 
-def _parse_pairs(items: list[str], sep: str, what: str) -> list[tuple[str, str]]:
+def _parse_pairs(
+    items: list[str], sep: str, what: str, shape: str = "KEY{sep}VALUE"
+) -> list[tuple[str, str]]:
     out = []
     for item in items:
         key, found, value = item.partition(sep)
         if not found or not key:
-            raise _fail(f"--{what} must look like KEY{sep}VALUE, got {item!r}", code=2)
+            raise _fail(f"--{what} must look like {shape.format(sep=sep)}, got {item!r}", code=2)
         out.append((key.strip(), value))
     return out
 
@@ -160,7 +162,10 @@ def test_match_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the test-match JSON.")] = False,
 ) -> None:
     """Show which entries a message recalls, with their sources, keywords and score."""
-    messages = [{"role": r, "content": c} for r, c in _parse_pairs(recent or [], ":", "recent")]
+    messages = [
+        {"role": r, "content": c}
+        for r, c in _parse_pairs(recent or [], ":", "recent", "ROLE:CONTENT")
+    ]
     scene_state: dict[str, Any] = {
         k: (v.split("|") if "|" in v else v) for k, v in _parse_pairs(scene or [], "=", "scene")
     }

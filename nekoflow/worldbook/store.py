@@ -314,7 +314,7 @@ class WorldBookStore:
                     positions[book.id] = old.position
                     if not replace:
                         problems.append(
-                            f"book {book.id!r}: already exists (use replace to overwrite it)"
+                            f"book {book.id!r}: already exists (--replace overwrites it)"
                         )
                         continue
                     s.execute(delete(WorldBookEntryRow).where(WorldBookEntryRow.book_id == book.id))

@@ -202,3 +202,13 @@ def test_character_names_are_unique_and_typed_values_strict(engine) -> None:
     assert role.initial_relationship["affection"] == 100
     with Session(engine) as s:
         assert [r.name for r in s.exec(select(Role)).all()] == ["钦灵", "卡片角色"]
+
+
+def test_bad_settings_are_one_line_naming_the_variable(tmp_path: Path) -> None:
+    out = run_cli(tmp_path, "runs", env={"NEKOFLOW_LLM_PROVIDER": "bogus"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "invalid setting NEKOFLOW_LLM_PROVIDER" in out.stderr and "'bogus'" in out.stderr
+    out = run_cli(tmp_path, "runs", env={"NEKOFLOW_ADAPTER_OPTIONS": "notjson"})
+    assert out.returncode == 2 and "NEKOFLOW_ADAPTER_OPTIONS cannot be parsed" in out.stderr
+    out = run_cli(tmp_path, "runs", "--status", "bogus")
+    assert out.returncode == 2 and "'bogus' is not one of" in out.stdout + out.stderr
