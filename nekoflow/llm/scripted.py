@@ -6,7 +6,9 @@ by a stable hash (SHAKE-256, never Python's randomized ``hash()``) of ``seed``, 
 and the last user message: the same input always gives the same reply, different messages differ. It
 reacts to greetings, farewells, questions, thanks, affection and negative words (Chinese and
 English) and echoes a short piece of the user's message. With ``json_mode=True`` it returns a
-review JSON object (the LLM review mode's shape) derived from the turn under review.
+review JSON object (the LLM review mode's shape) derived from the turn under review, or — when
+the system prompt asks for world-book ``{"entries": [...]}`` — placeholder entries built from the
+request's book name, topic and count, labelled as scripted.
 """
 
 from __future__ import annotations
@@ -304,6 +306,21 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
     return _Turn(system, user, previous_assistant, chars)
 
 
+_ENTRIES_REQUEST = '{"entries"'
+"""What a world-book generation prompt (``nekoflow.api.ai_generate``) asks the model to return."""
+
+_ENTRY_ASPECTS: tuple[tuple[str, str], ...] = (
+    ("起源", "lore"),
+    ("地点", "location"),
+    ("人物", "npc"),
+    ("规则", "rule"),
+    ("事件", "event"),
+    ("势力", "faction"),
+    ("风俗", "style"),
+    ("秘密", "secret"),
+)
+
+
 class _Dice:
     """A deterministic stream of choices from a SHAKE-256 digest of the input."""
 
@@ -432,7 +449,9 @@ class ScriptedChatModel:
         turn = _read_turn(checked)
         dice = _Dice(str(self.seed), turn.system, turn.user, "json" if json_mode else "text")
         finish = "stop"
-        if json_mode:
+        if json_mode and _ENTRIES_REQUEST in turn.system:
+            text = json.dumps(self._entries(turn, dice), ensure_ascii=False)
+        elif json_mode:
             text = json.dumps(self._review(turn, dice), ensure_ascii=False)
         else:
             segments = self._segments(turn, dice)
@@ -482,6 +501,34 @@ class ScriptedChatModel:
                 )
             )
         return segments
+
+    # -- world-book entries JSON -------------------------------------------------------------
+
+    def _entries(self, turn: _Turn, dice: _Dice) -> dict[str, Any]:
+        """``count`` distinct placeholder entries about the requested topic (or the book)."""
+        count = re.search(r"生成\s*(\d+)\s*个", turn.user)
+        topic = re.search(r"主题方向[::]\s*(.+)", turn.user)
+        book = re.search(r"世界书「(.+?)」", turn.user)
+        base = (topic.group(1) if topic else book.group(1) if book else "世界").strip()[:20]
+        n = max(1, min(int(count.group(1)) if count else 3, len(_ENTRY_ASPECTS)))
+        start = dice.below(len(_ENTRY_ASPECTS))
+        entries = []
+        for i in range(n):
+            aspect, entry_type = _ENTRY_ASPECTS[(start + i) % len(_ENTRY_ASPECTS)]
+            entries.append(
+                {
+                    "name": f"{base}·{aspect}",
+                    "keywords": [base, f"{base}{aspect}", aspect],
+                    "content": f"{base}的{aspect}(离线脚本模型生成的示例条目;"
+                    "设置 NEKOFLOW_LLM_PROVIDER=openai 接入真实模型后会得到具体设定)。",
+                    "match_mode": "any",
+                    "priority": 40 + 5 * dice.below(8),
+                    "entry_type": entry_type,
+                    "trigger_sources": ["user"],
+                    "tags": ["scripted"],
+                }
+            )
+        return {"entries": entries}
 
     # -- review JSON ------------------------------------------------------------------------
 

@@ -154,16 +154,6 @@ def test_model_server_errors_are_502(
     assert "chat model failed" in r.json()["error"]
 
 
-def test_scripted_model_gives_a_clear_502(
-    make_client: Callable[..., TestClient], auth: dict[str, str], store: WorldBookStore
-) -> None:
-    # the default offline model answers JSON mode with a review object, not entries
-    client = make_client(chat_model=ScriptedChatModel())
-    r = client.post(URL, json={}, headers=auth)
-    assert r.status_code == 502
-    assert "model returned no entries" in r.json()["error"]
-
-
 def test_unusable_llm_settings_are_503(
     make_client: Callable[..., TestClient], auth: dict[str, str], store: WorldBookStore
 ) -> None:
@@ -225,3 +215,18 @@ def test_prompt_mentions_book_topic_and_count() -> None:
     assert user["role"] == "user"
     for part in ("翁法罗斯", "设定", "风堇", "火种", "7"):
         assert part in user["content"]
+
+
+def test_the_default_scripted_model_proposes_placeholder_entries(
+    make_client: Callable[..., TestClient], auth: dict[str, str], store: WorldBookStore
+) -> None:
+    client = make_client(chat_model=ScriptedChatModel())
+    r = client.post(URL, json={"topic": "火种仪式", "count": 3, "save": True}, headers=auth)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["count"] == 3 and data["saved"] is True and data["model"] == "scripted"
+    names = [e["name"] for e in data["entries"]]
+    assert len(set(names)) == 3 and all(n.startswith("火种仪式·") for n in names)
+    assert all("离线脚本模型" in e["content"] and e["tags"] == ["scripted"] for e in data["entries"])
+    stored = store.get("omphalos")
+    assert stored is not None and len(stored.entries) == 4
