@@ -227,6 +227,7 @@ def test_the_default_scripted_model_proposes_placeholder_entries(
     assert data["count"] == 3 and data["saved"] is True and data["model"] == "scripted"
     names = [e["name"] for e in data["entries"]]
     assert len(set(names)) == 3 and all(n.startswith("火种仪式·") for n in names)
-    assert all("离线脚本模型" in e["content"] and e["tags"] == ["scripted"] for e in data["entries"])
+    for entry in data["entries"]:
+        assert "离线脚本模型" in entry["content"] and entry["tags"] == ["scripted"]
     stored = store.get("omphalos")
     assert stored is not None and len(stored.entries) == 4
