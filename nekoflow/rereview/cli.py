@@ -59,6 +59,10 @@ def _broker_configured() -> bool:
     return broker_configured()
 
 
+NO_WORKER_HINT_SECONDS = 15.0
+"""After this long with no batch started on the workers, the follower says what may be missing."""
+
+
 def follow(
     engine: Any,
     job_id: int,
@@ -75,6 +79,7 @@ def follow(
     broker lost must not hang the job (batches are idempotent; a duplicate returns at once).
     """
     last_done, last_change = -1, time.monotonic()
+    started, hinted = time.monotonic(), False
     columns = (
         TextColumn("[bold]job {task.fields[job]}"),
         BarColumn(),
@@ -100,6 +105,18 @@ def follow(
             if runner is not None and not runner.is_alive() and p.status == JobStatus.running:
                 p = store.progress(engine, job_id)
                 break
+            if (
+                resend is not None
+                and not hinted
+                and p.batches_running == 0
+                and p.batches_done == 0
+                and time.monotonic() - started > NO_WORKER_HINT_SECONDS
+            ):
+                hinted = True
+                console.print(
+                    "[yellow]no worker has started a batch yet: is `celery -A tasks worker "
+                    "-Q review` running against this broker? (--inline runs here instead)"
+                )
             if p.turns_done != last_done:
                 last_done, last_change = p.turns_done, time.monotonic()
             elif (
