@@ -378,12 +378,15 @@ class TurnOut(BaseModel):
     """A turn's state: status and current stage, finished stages, reason, reply and model call.
 
     ``rendered`` is the reply as the channel sends it (a failed turn holds its failure reply).
+    ``character_id`` is the character the platform or config asked for (None: the default);
+    ``role_id`` is the character that answers, once dispatch has chosen it.
     """
 
     turn_id: str
     channel: str
     scope_id: str | None = None
     character_id: str | None = None
+    role_id: int | None = None
     status: str
     stage: str | None = None
     reason: str | None = None

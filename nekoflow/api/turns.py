@@ -76,6 +76,7 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
         channel=run.channel,
         scope_id=run.scope_id,
         character_id=run.character_id,
+        role_id=run.role_id,
         status=run.status,
         stage=run.stage,
         reason=run.reason,

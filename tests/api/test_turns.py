@@ -23,6 +23,7 @@ def test_post_turn_queues_and_get_shows_progress(
 
     queued = turn_client.get(f"/api/turns/{turn_id}").json()
     assert queued["status"] == "queued" and queued["stages"] == [] and queued["rendered"] is None
+    assert queued["role_id"] is None
 
     assert run_inline(turn_deps, turn_id, sleep=False) == "ok"
     done = turn_client.get(f"/api/turns/{turn_id}").json()
@@ -32,6 +33,7 @@ def test_post_turn_queues_and_get_shows_progress(
     assert done["rendered"][0]["type"] == "text" and done["rendered"][0]["content"]
     assert done["llm"]["model"] == "scripted" and done["llm"]["prompt_tokens"]
     assert done["finished_at"] and "message" not in done
+    assert isinstance(done["role_id"], int)  # the character that answered
 
 
 def test_post_turn_skipped_is_200_with_reason(turn_client: TestClient, auth: dict) -> None:
