@@ -23,40 +23,7 @@ from nekoflow.channels import (
     load_runtime_config,
 )
 from nekoflow.errors import InputError
-
-SEED_CONFIG = """\
-[character_runtime]
-# 全局默认是否启用角色运行时
-default_enabled = true
-# 默认角色卡 ID（留空则使用当前激活的角色）
-default_character_id =
-
-[character_runtime_qq]
-# QQ 频道是否启用角色运行时
-enabled = true
-# 触发策略：mention_or_private 表示私聊总是触发，群聊被 @ 时触发
-trigger = mention_or_private
-# 记忆作用域：group_user = 群内每个用户独立关系状态
-memory_scope = group_user
-# 是否启用旧版 personality.json prompt（过渡期使用）
-legacy_prompt_enabled = false
-
-[character_runtime_qqbot]
-# QQ 官方机器人频道是否启用角色运行时
-enabled = true
-trigger = mention_or_private
-memory_scope = group
-
-[character_runtime_feishu]
-enabled = true
-trigger = always
-memory_scope = group
-
-[character_runtime_telegram]
-enabled = true
-trigger = private_or_reply
-memory_scope = group
-"""
+from tests.seed_data import SEED_CONFIG
 
 
 def ctx(**fields: Any) -> ChannelRuntimeContext:
