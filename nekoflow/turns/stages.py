@@ -117,13 +117,18 @@ def _required(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R:
     return result
 
 
-def _commit_result(s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R) -> R:
-    """Commit ``s`` with the stage's result; if a concurrent run of the stage committed one
-    first, roll back and use theirs.
+def _commit_result(
+    s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
+) -> R:
+    """Commit ``s`` with the stage's result; if a concurrent run of the stage stored one first
+    (``stored`` False, or a conflict at commit), roll back and use theirs.
 
     Intermediate results may commit asynchronously (``database_async_stage_commits``): losing
     one to a database crash only means the stage runs again.
     """
+    if not stored:
+        s.rollback()
+        return _required(deps, turn_id, stage, type(result))
     if deps.settings.database_async_stage_commits and s.get_bind().dialect.name == "postgresql":
         s.execute(store.ASYNC_COMMIT)
     try:
@@ -137,8 +142,8 @@ def _commit_result(s: Session, deps: TurnDeps, turn_id: str, stage: str, result:
 def _save_result(deps: TurnDeps, turn_id: str, stage: str, result: R, **run_fields: Any) -> R:
     """Store a computed result (and progress on the TurnRun) in one transaction."""
     with Session(deps.engine) as s:
-        store.put_stage(s, turn_id, stage, result.model_dump(mode="json"), **run_fields)
-        return _commit_result(s, deps, turn_id, stage, result)
+        ok = store.put_stage(s, turn_id, stage, result.model_dump(mode="json"), **run_fields)
+        return _commit_result(s, deps, turn_id, stage, result, stored=ok)
 
 
 def _request(run: TurnRun) -> ChatRequest:
@@ -220,7 +225,7 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             sent_at=sent_at,
             real_time=real_time_context(previous, sent_at).to_dict(),
         )
-        store.put_stage(
+        ok = store.put_stage(
             s,
             turn_id,
             "dispatch",
@@ -228,7 +233,7 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             role_id=result.role_id,
             save_id=result.save_id,
         )
-        return _commit_result(s, deps, turn_id, "dispatch", result)
+        return _commit_result(s, deps, turn_id, "dispatch", result, stored=ok)
 
 
 # --- stage 2: before_turn -----------------------------------------------------------------
@@ -431,8 +436,8 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             segments=[seg.model_dump() for seg in segments],
             reply_text=display_text(segments),
         )
-        store.put_stage(s, turn_id, "memory_build", result.model_dump(mode="json"))
-        return _commit_result(s, deps, turn_id, "memory_build", result)
+        ok = store.put_stage(s, turn_id, "memory_build", result.model_dump(mode="json"))
+        return _commit_result(s, deps, turn_id, "memory_build", result, stored=ok)
 
 
 # --- stage 5: review ----------------------------------------------------------------------

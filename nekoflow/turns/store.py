@@ -25,6 +25,9 @@ from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, ScopeCounter, TurnRun, TurnStage, TurnStatus
 
+_RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
+_STAGE_TABLE: Any = TurnStage.__table__  # type: ignore[attr-defined]
+
 ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 """Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
 
@@ -197,15 +200,31 @@ def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | No
 
 def put_stage(
     session: Session, turn_id: str, stage: str, result: dict[str, Any], **run_fields: Any
-) -> None:
-    """Store a stage's result in the caller's transaction (the primary key makes it once), and
-    record the progress on the TurnRun (``stage``, ``updated_at`` and any ``run_fields``)."""
-    session.add(TurnStage(turn_id=turn_id, stage=stage, result=result))
-    session.exec(  # type: ignore[call-overload]
-        update(TurnRun)
-        .where(TurnRun.turn_id == turn_id)  # type: ignore[arg-type]
-        .values(stage=stage, updated_at=utcnow(), **run_fields)
+) -> bool:
+    """Store a stage's result in the caller's transaction and record the progress on the
+    TurnRun (``stage``, ``updated_at`` and any ``run_fields``). Returns False, writing nothing,
+    when the stage already has a stored result (a concurrent delivery won: use theirs).
+
+    Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``): this runs once
+    per stage of every turn, and the ORM's unit of work costs more than the statements.
+    """
+    dialect = session.get_bind().dialect.name
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_STAGE_TABLE)
+    now = utcnow()
+    values = {"turn_id": turn_id, "stage": stage, "result": result, "created_at": now}
+    inserted = session.execute(
+        ins.values(**values)
+        .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
+        .returning(_STAGE_TABLE.c.stage)  # rowcount is not reliable here (psycopg gives -1)
+    ).first()
+    if inserted is None:
+        return False
+    session.execute(
+        update(_RUN_TABLE)
+        .where(_RUN_TABLE.c.turn_id == turn_id)
+        .values(stage=stage, updated_at=now, **run_fields)
     )
+    return True
 
 
 def finish(

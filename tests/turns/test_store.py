@@ -101,10 +101,15 @@ def test_stage_results_round_trip(engine: Engine) -> None:
     store.create_turn_run(engine, new_run("a"))
     with Session(engine) as s:
         assert store.get_stage(s, "a", "dispatch") is None
-        store.put_stage(s, "a", "dispatch", {"save_id": 3})
+        assert store.put_stage(s, "a", "dispatch", {"save_id": 3}, role_id=7)
+        s.commit()
+    with Session(engine) as s:  # a second delivery's result loses and writes nothing
+        assert not store.put_stage(s, "a", "dispatch", {"save_id": 4}, role_id=8)
         s.commit()
     with Session(engine) as s:
         assert store.get_stage(s, "a", "dispatch") == {"save_id": 3}
+        run = s.get(TurnRun, "a")
+        assert (run.stage, run.role_id) == ("dispatch", 7)
 
 
 def test_stuck_turns(engine: Engine) -> None:
