@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from nekoflow.errors import InputError
 
-__all__ = ["ReplySegment", "format_line", "format_reply", "parse_reply"]
+__all__ = ["ReplySegment", "format_line", "format_reply", "parse_reply", "visible_text"]
 
 _EMOTION_OPEN, _EMOTION_CLOSE = "【", "】"
 _TTS_OPEN, _TTS_CLOSE = "<＜", ">＞"
@@ -87,6 +87,12 @@ def format_reply(segments: Iterable[ReplySegment | Mapping[str, Any]]) -> str:
         s = seg if isinstance(seg, ReplySegment) else ReplySegment.model_validate(seg)
         parts.append(format_line(s.emotion, s.content, s.tts, s.action))
     return "".join(parts)
+
+
+def visible_text(parts: Iterable[tuple[str | None, str | None]]) -> str:
+    """A reply as users see it, from ``(content, action)`` pairs: each content followed by
+    ``(action)`` when there is one; no emotion, no tts; outer whitespace stripped."""
+    return "".join(f"{c or ''}({a})" if a else (c or "") for c, a in parts).strip()
 
 
 def _match_brackets(text: str, opens: str, closes: str, into: dict[int, int]) -> None:

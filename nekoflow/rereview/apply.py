@@ -12,7 +12,6 @@ turn, world-book suggestions and the apply-once ledger are left alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -28,6 +27,7 @@ from nekoflow.storage.dialogue import Role, Save, utcnow
 from nekoflow.storage.rereview import ReviewJob, ReviewRecord
 from nekoflow.storage.turns import MemoryRecord, PlotNode, Relationship
 from nekoflow.turns.characters import initial_relationship
+from nekoflow.turns.effects import memory_rows, plot_rows
 
 
 class ScopeDiff(BaseModel):
@@ -63,49 +63,6 @@ def _state(rel: Relationship | None, role: Role | None) -> dict[str, int]:
     if rel is None:
         return initial_relationship(role) if role is not None else {}
     return {d: getattr(rel, d) for d in RELATIONSHIP_DIMENSIONS}
-
-
-def _memory_rows(rec: ReviewRecord, out: ReviewOutput, settings: Settings) -> list[MemoryRecord]:
-    if not out.should_write_memory:
-        return []
-    rows = []
-    for item in out.memory_items:
-        days = (
-            settings.memory_long_ttl_days if item.ttl == "long" else settings.memory_short_ttl_days
-        )
-        rows.append(
-            MemoryRecord(
-                role_id=rec.role_id,
-                scope_id=rec.scope_id,
-                turn_id=tag(rec),
-                target=item.target,
-                mem_type=item.mem_type,
-                title=item.title,
-                content=item.content,
-                importance=item.importance,
-                ttl=item.ttl,
-                expires_at=None if item.ttl == "permanent" else rec.sent_at + timedelta(days=days),
-                created_at=rec.sent_at,
-            )
-        )
-    return rows
-
-
-def _plot_rows(rec: ReviewRecord, out: ReviewOutput) -> list[PlotNode]:
-    plot = out.plot_update
-    if plot is None or not plot.should_create_node:
-        return []
-    return [
-        PlotNode(
-            role_id=rec.role_id,
-            scope_id=rec.scope_id,
-            turn_id=tag(rec),
-            level=str(plot.level),
-            title=plot.title,
-            summary=plot.summary,
-            created_at=rec.sent_at,
-        )
-    ]
 
 
 def _mem_sig(m: MemoryRecord) -> tuple[Any, ...]:
@@ -196,12 +153,18 @@ def apply_save(
         plots: dict[str, list[PlotNode]] = _by_tag(s, PlotNode, save, tags)
         for rec in records:
             out = ReviewOutput.model_validate(rec.output)
-            w, d = _rewrite(
-                s, MemoryRecord, mems[tag(rec)], _memory_rows(rec, out, settings), _mem_sig
-            )
+            where = {
+                "role_id": rec.role_id,
+                "scope_id": rec.scope_id,
+                "turn_id": tag(rec),
+                "at": rec.sent_at,
+            }
+            new_mems = memory_rows(out, **where, settings=settings)
+            w, d = _rewrite(s, MemoryRecord, mems[tag(rec)], new_mems, _mem_sig)
             summary.memories_written += w
             summary.memories_deleted += d
-            w, d = _rewrite(s, PlotNode, plots[tag(rec)], _plot_rows(rec, out), _plot_sig)
+            new_plots = plot_rows(out, **where)
+            w, d = _rewrite(s, PlotNode, plots[tag(rec)], new_plots, _plot_sig)
             summary.plots_written += w
             summary.plots_deleted += d
         s.commit()

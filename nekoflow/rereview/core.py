@@ -24,7 +24,13 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewInput, ReviewOutput
+from nekoflow.memory.reply import visible_text
+from nekoflow.review.models import (
+    RELATIONSHIP_DIMENSIONS,
+    ReviewInput,
+    ReviewOutput,
+    clamp_dimension,
+)
 from nekoflow.review.rules import DEFAULT_KEYWORDS, ReviewKeywords
 from nekoflow.review.timegap import real_time_context
 
@@ -89,13 +95,7 @@ class Extraction:
 
 def reply_text(lines: Iterable[PathLine]) -> str:
     """The reply as the live review saw it: content plus (action) per line, no emotion/tts."""
-    parts = []
-    for line in lines:
-        text = line.content or ""
-        if line.action_content:
-            text += f"({line.action_content})"
-        parts.append(text)
-    return "".join(parts).strip()
+    return visible_text((line.content, line.action_content) for line in lines)
 
 
 def extract_turns(
@@ -207,11 +207,6 @@ def reviewer_version(
     return f"{mode}-{digest.hexdigest()[:16]}"
 
 
-def clamp(value: int) -> int:
-    """Relationship values live in 0–100 (as ``clamp_dimension`` in the live apply)."""
-    return 0 if value < 0 else 100 if value > 100 else int(value)
-
-
 @dataclass(slots=True)
 class Replay:
     """A relationship replayed turn by turn from its initial state (clamped like the live apply)."""
@@ -233,7 +228,7 @@ class Replay:
             for dim in RELATIONSHIP_DIMENSIONS:
                 step = int(delta.get(dim, 0))
                 self.totals[dim] += step
-                self.state[dim] = clamp(self.state[dim] + step)
+                self.state[dim] = clamp_dimension(self.state[dim] + step)
         self.turns += 1
 
 

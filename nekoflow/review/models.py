@@ -85,6 +85,11 @@ RELATIONSHIP_DIMENSIONS: tuple[str, ...] = (
 """The six relationship dimensions, in display order."""
 
 
+def clamp_dimension(value: int) -> int:
+    """Relationship values live in 0–100 (the live apply and the re-review replay both clamp)."""
+    return max(0, min(100, int(value)))
+
+
 class RelationshipDelta(_Model):
     """Change of the six relationship dimensions caused by one turn."""
 

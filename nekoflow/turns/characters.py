@@ -8,7 +8,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from nekoflow.errors import InputError
-from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
+from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, clamp_dimension
 from nekoflow.storage.dialogue import Role
 
 DEFAULT_RELATIONSHIP: dict[str, int] = {
@@ -41,11 +41,6 @@ RELATIONSHIP_ALIASES: dict[str, str] = {
     "嫉妒": "jealousy",
     "嫉妒度": "jealousy",
 }
-
-
-def clamp_dimension(value: int) -> int:
-    """Relationship values live in 0–100."""
-    return max(0, min(100, int(value)))
 
 
 def normalize_relationship(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -25,7 +24,7 @@ from nekoflow.channels import ChannelRuntimeContext, ChatRequest
 from nekoflow.events import Event
 from nekoflow.memory import build_memory, parse_reply
 from nekoflow.memory.history import get_or_create_save, load_history_rows, write_turn
-from nekoflow.memory.reply import ReplySegment
+from nekoflow.memory.reply import ReplySegment, visible_text
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewInput, ReviewOutput
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage import read_session
@@ -34,7 +33,6 @@ from nekoflow.storage.turns import (
     FINISHED,
     DeltaLedger,
     MemoryRecord,
-    PlotNode,
     Relationship,
     TurnRun,
     TurnStatus,
@@ -45,6 +43,7 @@ from nekoflow.turns.books import BookCache
 from nekoflow.turns.characters import clamp_dimension, initial_relationship, resolve_role
 from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.effects import memory_rows, plot_rows
 from nekoflow.turns.errors import TurnFailed, TurnNotRunnable
 from nekoflow.turns.models import (
     ApplyResult,
@@ -164,13 +163,7 @@ def user_text(req: ChatRequest) -> str:
 
 def display_text(segments: list[ReplySegment]) -> str:
     """The reply as users see it: each segment's content and (action); no emotion, no tts."""
-    parts = []
-    for seg in segments:
-        text = seg.content
-        if seg.action:
-            text += f"({seg.action})"
-        parts.append(text)
-    return "".join(parts).strip()
+    return visible_text((seg.content, seg.action) for seg in segments)
 
 
 def _user_line(req: ChatRequest, dispatch: DispatchResult) -> dict[str, Any]:
@@ -489,15 +482,6 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
 # --- stage 6: apply_deltas ----------------------------------------------------------------
 
 
-def _expiry(deps: TurnDeps, ttl: str) -> Any:
-    if ttl == "permanent":
-        return None
-    days = (
-        deps.settings.memory_long_ttl_days if ttl == "long" else deps.settings.memory_short_ttl_days
-    )
-    return utcnow() + timedelta(days=days)
-
-
 def _apply(
     deps: TurnDeps, s: Session, turn_id: str, d: DispatchResult, out: ReviewOutput
 ) -> ApplyResult:
@@ -513,37 +497,12 @@ def _apply(
     rel.turns += 1
     rel.updated_at = utcnow()
     s.add(rel)
-    memories = 0
-    if out.should_write_memory:
-        for item in out.memory_items:
-            s.add(
-                MemoryRecord(
-                    role_id=d.role_id,
-                    scope_id=d.scope_id,
-                    turn_id=turn_id,
-                    target=item.target,
-                    mem_type=item.mem_type,
-                    title=item.title,
-                    content=item.content,
-                    importance=item.importance,
-                    ttl=item.ttl,
-                    expires_at=_expiry(deps, item.ttl),
-                )
-            )
-            memories += 1
-    plots = 0
-    if out.plot_update is not None and out.plot_update.should_create_node:
-        s.add(
-            PlotNode(
-                role_id=d.role_id,
-                scope_id=d.scope_id,
-                turn_id=turn_id,
-                level=str(out.plot_update.level),
-                title=out.plot_update.title,
-                summary=out.plot_update.summary,
-            )
-        )
-        plots = 1
+    now = utcnow()
+    memories = memory_rows(
+        out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now, settings=deps.settings
+    )
+    plots = plot_rows(out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now)
+    s.add_all([*memories, *plots])
     suggestions = 0
     if out.world_book_update is not None and out.world_book_update.should_update:
         s.add(
@@ -559,8 +518,8 @@ def _apply(
         suggestions = 1
     return ApplyResult(
         relationship={dim: getattr(rel, dim) for dim in RELATIONSHIP_DIMENSIONS},
-        memories=memories,
-        plot_nodes=plots,
+        memories=len(memories),
+        plot_nodes=len(plots),
         world_book_suggestions=suggestions,
     )
 
