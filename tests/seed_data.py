@@ -277,3 +277,36 @@ enabled = true
 trigger = private_or_reply
 memory_scope = group
 """
+
+
+# --- seed world-book.md: its usage example (store.add_entry calls) ------------------------------
+
+_USAGE_WHITE_TOWER: dict[str, Any] = {
+    "name": "白塔旧誓",
+    "keywords": ["白塔", "旧日誓约", "观星塔"],
+    "content": "白塔是上一轮命运循环中风堇与用户分别的地方...",
+    "match_mode": "any",
+    "priority": 80,
+    "entry_type": "event",
+    "trigger_sources": ["user", "assistant_recent", "history", "scene_state"],
+    "state_triggers": {"location": ["白塔", "观星塔"]},
+    "cooldown_turns": 2,
+}
+_USAGE_RULE: dict[str, Any] = {
+    "name": "世界基础规则",
+    "keywords": [],
+    "content": "这是一个命运循环的世界,每次循环会重置大部分记忆...",
+    "always_on": True,
+    "entry_type": "rule",
+    "priority": 90,
+}
+
+
+def usage_white_tower(**overrides: Any) -> dict[str, Any]:
+    """The 白塔旧誓 entry the seed's usage example adds (a fresh copy)."""
+    return {**copy.deepcopy(_USAGE_WHITE_TOWER), **overrides}
+
+
+def usage_rule(**overrides: Any) -> dict[str, Any]:
+    """The always-on 世界基础规则 entry the seed's usage example adds (a fresh copy)."""
+    return {**copy.deepcopy(_USAGE_RULE), **overrides}

@@ -7,27 +7,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from nekoflow.worldbook.store import WorldBookStore
+from tests.seed_data import usage_rule, usage_white_tower
 
-ORACLE: dict[str, Any] = {
-    "id": "white_tower_oath",
-    "name": "白塔旧誓",
-    "keywords": ["白塔", "旧日誓约", "观星塔"],
-    "content": "白塔是上一轮命运循环中风堇与用户分别的地方...",
-    "match_mode": "any",
-    "priority": 80,
-    "entry_type": "event",
-    "trigger_sources": ["user", "assistant_recent", "history", "scene_state"],
-    "state_triggers": {"location": ["白塔", "观星塔"]},
-    "cooldown_turns": 2,
-}
-RULE: dict[str, Any] = {
-    "name": "世界基础规则",
-    "keywords": [],
-    "content": "这是一个命运循环的世界,每次循环会重置大部分记忆...",
-    "always_on": True,
-    "entry_type": "rule",
-    "priority": 90,
-}
+ORACLE: dict[str, Any] = usage_white_tower(id="white_tower_oath")
+RULE: dict[str, Any] = usage_rule()
 
 
 def _book(client: TestClient, auth: dict[str, str], **fields: Any) -> dict[str, Any]:

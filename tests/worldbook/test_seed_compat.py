@@ -20,7 +20,7 @@ from nekoflow.worldbook import (
 )
 from nekoflow.worldbook.formats import dump_world_books, parse_world_books
 from nekoflow.worldbook.store import BASE_DIR_DB, WorldBookStore
-from tests.seed_data import seed_book
+from tests.seed_data import seed_book, usage_rule, usage_white_tower
 
 SEED_BOOK = seed_book()
 
@@ -59,31 +59,8 @@ def test_store_on_a_base_dir_runs_the_seed_usage_example(tmp_path: Path) -> None
     book = store.create(
         name="翁法罗斯", description="崩坏:星穹铁道世界观设定", character_ids=["风堇"]
     )
-    store.add_entry(
-        book.id,
-        {
-            "name": "白塔旧誓",
-            "keywords": ["白塔", "旧日誓约", "观星塔"],
-            "content": "白塔是上一轮命运循环中风堇与用户分别的地方...",
-            "match_mode": "any",
-            "priority": 80,
-            "entry_type": "event",
-            "trigger_sources": ["user", "assistant_recent", "history", "scene_state"],
-            "state_triggers": {"location": ["白塔", "观星塔"]},
-            "cooldown_turns": 2,
-        },
-    )
-    store.add_entry(
-        book.id,
-        {
-            "name": "世界基础规则",
-            "keywords": [],
-            "content": "这是一个命运循环的世界,每次循环会重置大部分记忆...",
-            "always_on": True,
-            "entry_type": "rule",
-            "priority": 90,
-        },
-    )
+    store.add_entry(book.id, usage_white_tower())
+    store.add_entry(book.id, usage_rule())
     assert tmp_path.joinpath(*BASE_DIR_DB).is_file()
     context = WorldBookRecallContext(
         latest_user_message="进去看看",

@@ -11,26 +11,10 @@ from nekoflow.worldbook import WorldBookEntry, WorldBookRecallContext, match_ent
 from nekoflow.worldbook.errors import WorldBookDataError, WorldBookNotFoundError
 from nekoflow.worldbook.formats import dump_world_books, parse_world_books
 from nekoflow.worldbook.store import WorldBookStore
+from tests.seed_data import usage_rule, usage_white_tower
 
-WHITE_TOWER = {
-    "name": "白塔旧誓",
-    "keywords": ["白塔", "旧日誓约", "观星塔"],
-    "content": "白塔是上一轮命运循环中风堇与用户分别的地方...",
-    "match_mode": "any",
-    "priority": 80,
-    "entry_type": "event",
-    "trigger_sources": ["user", "assistant_recent", "history", "scene_state"],
-    "state_triggers": {"location": ["白塔", "观星塔"]},
-    "cooldown_turns": 2,
-}
-RULE = {
-    "name": "世界基础规则",
-    "keywords": [],
-    "content": "这是一个命运循环的世界,每次循环会重置大部分记忆...",
-    "always_on": True,
-    "entry_type": "rule",
-    "priority": 90,
-}
+WHITE_TOWER = usage_white_tower()
+RULE = usage_rule()
 
 
 def test_seed_usage_example(engine: Engine) -> None:
