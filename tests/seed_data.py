@@ -310,3 +310,18 @@ def usage_white_tower(**overrides: Any) -> dict[str, Any]:
 def usage_rule(**overrides: Any) -> dict[str, Any]:
     """The always-on 世界基础规则 entry the seed's usage example adds (a fresh copy)."""
     return {**copy.deepcopy(_USAGE_RULE), **overrides}
+
+
+# --- seed review-models.md: its ReviewInput example ---------------------------------------------
+
+SEED_REVIEW_INPUT: dict[str, Any] = {
+    "conversation_id": "conv_abc",
+    "character_id": "char_xyz",
+    "user_id": "user_123",
+    "user_message": "你好,今天天气真好",
+    "assistant_message": "是的,天气很好呢!",
+    "selected_choice": {"level": "normal", "text": "继续聊天"},
+    "relationship_state": {"affection": 75, "trust": 60},
+    "character_state": {"mood": "happy", "energy": 0.8},
+    "real_time_context": {"continuity_level": "continuous", "elapsed_label": "5分钟"},
+}

@@ -15,6 +15,7 @@ from nekoflow.review import (
     WorldBookUpdate,
     real_time_context,
 )
+from tests.seed_data import SEED_REVIEW_INPUT
 
 
 def test_seed_examples_construct() -> None:
@@ -46,17 +47,7 @@ def test_seed_examples_construct() -> None:
         reason="用户表达了亲密情感;选择了 important 级剧情分支。",
     )
     assert d.source == "review_pipeline" and d.plot_node_id is None
-    inp = ReviewInput(
-        conversation_id="conv_abc",
-        character_id="char_xyz",
-        user_id="user_123",
-        user_message="你好,今天天气真好",
-        assistant_message="是的,天气很好呢!",
-        selected_choice={"level": "normal", "text": "继续聊天"},
-        relationship_state={"affection": 75, "trust": 60},
-        character_state={"mood": "happy", "energy": 0.8},
-        real_time_context={"continuity_level": "continuous", "elapsed_label": "5分钟"},
-    )
+    inp = ReviewInput(**SEED_REVIEW_INPUT)
     assert inp.group_id is None and inp.recent_messages == [] and inp.tool_calls == []
     out = ReviewOutput(
         should_write_memory=True,

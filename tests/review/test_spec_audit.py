@@ -7,6 +7,7 @@ sums, which text each keyword list reads, the five events, and the LLM mode's fa
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from nekoflow.review import (
     real_time_context,
     run_rule_review,
 )
+from tests.seed_data import SEED_REVIEW_INPUT
 
 # The default lists exactly as SPEC writes them.
 SPEC_TRUST = "谢谢|感谢|信任|放心|我相信你|靠你|我懂了|我明白了|承诺|约定"
@@ -94,17 +96,7 @@ def test_seed_basic_usage() -> None:
 
 
 def test_seed_review_input_example() -> None:
-    out = review(
-        conversation_id="conv_abc",
-        character_id="char_xyz",
-        user_id="user_123",
-        user_message="你好,今天天气真好",
-        assistant_message="是的,天气很好呢!",
-        selected_choice={"level": "normal", "text": "继续聊天"},
-        relationship_state={"affection": 75, "trust": 60},
-        character_state={"mood": "happy", "energy": 0.8},
-        real_time_context={"continuity_level": "continuous", "elapsed_label": "5分钟"},
-    )
+    out = review(**copy.deepcopy(SEED_REVIEW_INPUT))
     assert out.scores is not None
     assert out.scores.story_progress == 0.2
     assert out.plot_update is None and out.world_book_update is None
