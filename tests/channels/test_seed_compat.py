@@ -3,7 +3,6 @@ that callers written against the seed (channel-runtime.md) rely on."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from unittest.mock import MagicMock
@@ -21,6 +20,7 @@ from nekoflow.channels import (
     build_scope_id,
 )
 from nekoflow.errors import ConfigError, InputError
+from tests.channels.conftest import feishu_event
 
 GROUP = ChannelRuntimeContext(
     channel="qq", conversation_id="qq:group:1000", scene="group", user_id="2000", group_id="1000"
@@ -340,57 +340,20 @@ def test_telegram_each_edit_has_its_own_dedupe_marker() -> None:
     assert "edit_date" not in adapter.parse_event(_tg_group_reply()).metadata
 
 
-def _feishu(content: dict, *, chat_type: str = "group", message_type: str = "text") -> dict:
-    return {
-        "schema": "2.0",
-        "header": {
-            "event_id": "5e3702a84e847582be8db7fb73283c02",
-            "event_type": "im.message.receive_v1",
-            "create_time": "1608725989000",
-            "token": "rvaYgkND1GOiu5MM0E1rncYC6PLtF7JV",
-            "app_id": "cli_9f5343c580712544",
-            "tenant_key": "2ca1d211f64f6438",
-        },
-        "event": {
-            "sender": {
-                "sender_id": {"union_id": "on_8ed6", "user_id": "e33ggbyz", "open_id": "ou_84aa"},
-                "sender_type": "user",
-                "tenant_key": "736588c9260f175e",
-            },
-            "message": {
-                "message_id": "om_5ce6d572455d361153b7cb51da133945",
-                "create_time": "1609073151345",
-                "chat_id": "oc_5ce6d572455d361153b7xx51da133945",
-                "chat_type": chat_type,
-                "message_type": message_type,
-                "content": json.dumps(content, ensure_ascii=False),
-                "mentions": [
-                    {
-                        "key": "@_user_1",
-                        "id": {"union_id": "on_b", "user_id": "", "open_id": "ou_bot"},
-                        "name": "猫猫",
-                        "tenant_key": "736588c9260f175e",
-                    }
-                ],
-            },
-        },
-    }
-
-
 def test_feishu_seed_keys_challenge_and_image() -> None:
     adapter = FeishuChannelAdapter(bot_open_id="ou_bot")
-    request = adapter.parse_event(_feishu({"text": "@_user_1 早上好"}))
+    request = adapter.parse_event(feishu_event({"text": "@_user_1 早上好"}))
     assert request.content == "早上好" and request.is_mentioned is True
     assert request.metadata["feishu_chat_id"] == "oc_5ce6d572455d361153b7xx51da133945"
     assert request.metadata["feishu_chat_type"] == "group"
     assert request.metadata["feishu_sender_id"] == "ou_84aa"
     assert request.metadata["feishu_message_type"] == "text"
     # without the bot's open_id the mention reads as the name and the trigger is still always
-    plain = FeishuChannelAdapter().parse_event(_feishu({"text": "@_user_1 早上好"}))
+    plain = FeishuChannelAdapter().parse_event(feishu_event({"text": "@_user_1 早上好"}))
     assert plain.content == "@猫猫 早上好"
     assert CharacterRuntimeContextDispatcher().dispatch(plain, FeishuChannelAdapter()).accepted
     image = adapter.parse_event(
-        _feishu({"image_key": "img_v2_abc"}, chat_type="p2p", message_type="image")
+        feishu_event({"image_key": "img_v2_abc"}, chat_type="p2p", message_type="image")
     )
     assert image.scene == "private" and image.content == ""
     assert image.attachments[0]["image_key"] == "img_v2_abc"
@@ -398,7 +361,7 @@ def test_feishu_seed_keys_challenge_and_image() -> None:
     challenge = {"challenge": "ajls384kdjx98XX", "token": "xxxxxx", "type": "url_verification"}
     assert adapter.parse_challenge(challenge) == "ajls384kdjx98XX"
     assert adapter.parse_event(challenge) is None
-    assert adapter.parse_challenge(_feishu({"text": "hi"})) is None
+    assert adapter.parse_challenge(feishu_event({"text": "hi"})) is None
     assert adapter.parse_challenge(None) is None
 
 

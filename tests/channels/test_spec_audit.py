@@ -23,6 +23,7 @@ from nekoflow.channels import (
     load_runtime_config,
 )
 from nekoflow.errors import InputError
+from tests.channels.conftest import feishu_event
 from tests.seed_data import SEED_CONFIG
 
 
@@ -606,45 +607,12 @@ def test_telegram_reply_to_bot_and_forum_topic() -> None:
 
 
 def test_feishu_group_text_with_mentions_triggers_always() -> None:
-    event = {
-        "schema": "2.0",
-        "header": {
-            "event_id": "5e3702a84e847582be8db7fb73283c02",
-            "event_type": "im.message.receive_v1",
-            "create_time": "1608725989000",
-            "token": "rvaYgkND1GOiu5MM0E1rncYC6PLtF7JV",
-            "app_id": "cli_9f5343c580712544",
-            "tenant_key": "2ca1d211f64f6438",
-        },
-        "event": {
-            "sender": {
-                "sender_id": {"union_id": "on_8ed6", "user_id": "e33ggbyz", "open_id": "ou_84aa"},
-                "sender_type": "user",
-                "tenant_key": "736588c9260f175e",
-            },
-            "message": {
-                "message_id": "om_5ce6d5",
-                "create_time": "1609073151345",
-                "chat_id": "oc_5ce6d5",
-                "chat_type": "group",
-                "message_type": "text",
-                "content": '{"text":"@_user_1 早上好"}',
-                "mentions": [
-                    {
-                        "key": "@_user_1",
-                        "id": {"union_id": "on_bot", "user_id": "", "open_id": "ou_bot"},
-                        "name": "猫猫助手",
-                        "tenant_key": "736588c9260f175e",
-                    }
-                ],
-            },
-        },
-    }
+    event = feishu_event({"text": "@_user_1 早上好"})
     request = FeishuChannelAdapter(bot_open_id="ou_bot").parse_event(event)
     assert request is not None
     assert (request.user_id, request.conversation_id, request.content) == (
         "ou_84aa",
-        "oc_5ce6d5",
+        "oc_5ce6d572455d361153b7xx51da133945",
         "早上好",
     )
     assert request.is_mentioned is True
@@ -652,7 +620,7 @@ def test_feishu_group_text_with_mentions_triggers_always() -> None:
     assert without_mention is not None
     decision = CharacterRuntimeContextDispatcher().dispatch(without_mention, FeishuChannelAdapter())
     assert decision.accepted and decision.trigger == "always"
-    assert decision.scope_id == "feishu:group:oc_5ce6d5"
+    assert decision.scope_id == "feishu:group:oc_5ce6d572455d361153b7xx51da133945"
 
 
 def test_parsed_requests_read_like_the_seed_dicts() -> None:
