@@ -234,9 +234,8 @@ def finish(
     *,
     reason: str | None = None,
     rendered: list[dict[str, Any]] | None = None,
-    session: Session | None = None,
 ) -> None:
-    """Mark a turn finished (done, failed or skipped), in ``session`` when given."""
+    """Mark a turn finished (done, failed or skipped) in its own transaction."""
     now = utcnow()
     values: dict[str, Any] = {"status": status.value, "updated_at": now, "finished_at": now}
     if reason is not None:
@@ -244,9 +243,6 @@ def finish(
     if rendered is not None:
         values["rendered"] = rendered
     stmt = update(TurnRun).where(TurnRun.turn_id == turn_id).values(**values)  # type: ignore[arg-type]
-    if session is not None:
-        session.exec(stmt)  # type: ignore[call-overload]
-        return
     with Session(engine) as s:
         s.exec(stmt)  # type: ignore[call-overload]
         s.commit()
