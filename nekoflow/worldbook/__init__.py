@@ -7,23 +7,35 @@ free of SQL and Redis.
 
 from nekoflow.worldbook.cooldowns import Cooldowns, CooldownState, InMemoryCooldowns
 from nekoflow.worldbook.injector import format_world_book, inject_world_book, injected_entries
-from nekoflow.worldbook.matcher import describe_matches, match_entries, match_entries_v2
+from nekoflow.worldbook.matcher import (
+    RecallOutcome,
+    describe_matches,
+    match_entries,
+    match_entries_v2,
+    recall,
+)
 from nekoflow.worldbook.models import (
     ENTRY_TYPE_PRIORITY,
     SOURCE_SCORES,
+    DroppedEntry,
     WorldBook,
     WorldBookEntry,
     WorldBookMatchResult,
     WorldBookRecallConfig,
     WorldBookRecallContext,
 )
+from nekoflow.worldbook.placement import DepthInsert, LorePlacement, place_lore
 
 __all__ = [
     "ENTRY_TYPE_PRIORITY",
     "SOURCE_SCORES",
     "CooldownState",
     "Cooldowns",
+    "DepthInsert",
+    "DroppedEntry",
     "InMemoryCooldowns",
+    "LorePlacement",
+    "RecallOutcome",
     "WorldBook",
     "WorldBookEntry",
     "WorldBookMatchResult",
@@ -35,4 +47,6 @@ __all__ = [
     "injected_entries",
     "match_entries",
     "match_entries_v2",
+    "place_lore",
+    "recall",
 ]

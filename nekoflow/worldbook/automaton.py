@@ -8,13 +8,18 @@ characters whose ``lower()`` changes length (e.g. "İ") behave exactly like the 
 
 Cache key (see :func:`book_cache_key`):
 
-* books of at most ``FINGERPRINT_MAX_ENTRIES`` entries, and books with neither ``updated_at`` nor a
-  store revision, are keyed by a fingerprint of what the index depends on (each entry's keywords,
-  ``case_sensitive``, ``always_on`` and whether it has ``state_triggers``) — always exact, cheap
-  for small books;
+* books of at most ``FINGERPRINT_MAX_ENTRIES`` entries are keyed by a fingerprint of what the
+  index depends on (each entry's id, keywords, ``case_sensitive``, ``always_on``, whether it has
+  ``state_triggers``, its secondary keys, regex / whole-word / scan-depth rules, and the book's
+  whole-word and scan-depth rules) — always exact, cheap for small books;
 * larger books are keyed by their version: ``(id, updated_at, entry count, store revision)``. The
   SQL store sets a new revision on every write. Code that edits a large book's entries in place
-  must also change ``updated_at``, or it will be matched against the old index.
+  must also change ``updated_at``, or it will be matched against the old index;
+* larger books with neither ``updated_at`` nor a revision (built in code) are fingerprinted once
+  and the fingerprint memoised on the book object, valid while its entries list, its length and
+  :func:`~nekoflow.worldbook.rules.edit_generation` (bumped by every field assignment on any
+  entry, book or rules) are unchanged. Assigning fields is seen; mutating a keyword list in place
+  is not (assign a new list).
 
 Every other entry field (enabled, priority, trigger_sources, content…) is read live at match time.
 
@@ -30,79 +35,64 @@ Pure module: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from typing import Any
 
 import ahocorasick
 
-from nekoflow.worldbook.models import WorldBook
+from nekoflow.worldbook.index import (
+    CompiledBook,
+    KeywordRef,
+    PatternRefs,
+    Verifier,
+    _Side,
+    utf8_view,
+)
+from nekoflow.worldbook.keys import (
+    compile_regex_key,
+    exact_literals,
+    is_word_char,
+    lower_safe,
+    required_literals,
+)
+from nekoflow.worldbook.models import WorldBook, WorldBookEntry, edit_generation
 
 FINGERPRINT_MAX_ENTRIES = 512
 DEFAULT_CACHE_SIZE = 64
 
-#: One keyword reference: (entry index in ``book.entries``, keyword index in ``entry.keywords``).
-KeywordRef = tuple[int, int]
 
-
-@dataclass(frozen=True, slots=True)
-class _Side:
-    """One automaton (case-insensitive or case-sensitive half) and its pattern → refs table."""
-
-    automaton: ahocorasick.Automaton | None
-    refs: tuple[tuple[KeywordRef, ...], ...]
-
-    def refs_in(self, text: str) -> list[tuple[KeywordRef, ...]]:
-        """The refs of every distinct pattern that occurs in ``text``."""
-        if self.automaton is None or not text:
-            return []
-        refs = self.refs
-        return [refs[pid] for pid in {pid for _, pid in self.automaton.iter(utf8_view(text))}]
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledBook:
-    """The keyword index of one book version, plus its always-on and scene-trigger entry lists."""
-
-    entry_count: int
-    insensitive: _Side
-    sensitive: _Side
-    always_on: tuple[int, ...]
-    with_state_triggers: tuple[int, ...]
-
-    def keyword_hits(self, text: str, lowered: str) -> dict[int, set[int]]:
-        """Entry index → indexes of its non-empty keywords found in ``text``.
-
-        ``lowered`` must be ``text.lower()`` (passed in so callers lower each text once).
-        """
-        hits: dict[int, set[int]] = {}
-        for side, subject in ((self.insensitive, lowered), (self.sensitive, text)):
-            for refs in side.refs_in(subject):
-                for entry_idx, kw_idx in refs:
-                    found = hits.get(entry_idx)
-                    if found is None:
-                        hits[entry_idx] = {kw_idx}
-                    else:
-                        found.add(kw_idx)
-        return hits
-
-
-def utf8_view(text: str) -> str:
-    """``text``'s UTF-8 bytes as a Latin-1 string (the form the automatons run on)."""
-    return text.encode("utf-8", "surrogatepass").decode("latin-1")
-
-
-def _build_side(patterns: dict[str, list[KeywordRef]]) -> _Side:
+def _build_side(
+    patterns: dict[str, list[KeywordRef]],
+    verify: dict[KeywordRef, Verifier],
+    primary_counts: list[int],
+) -> _Side:
     if not patterns:
         return _Side(None, ())
     automaton = ahocorasick.Automaton()
     refs: list[tuple[KeywordRef, ...]] = []
+    groups: list[PatternRefs] = []
     for pid, (pattern, pattern_refs) in enumerate(patterns.items()):
         automaton.add_word(utf8_view(pattern), pid)
         refs.append(tuple(pattern_refs))
+        check = tuple(r for r in pattern_refs if r in verify)
+        plain = [r for r in pattern_refs if r not in verify]
+        groups.append(
+            (
+                tuple(r for r in plain if r[1] < primary_counts[r[0]]),
+                check,
+                tuple(r for r in plain if r[1] >= primary_counts[r[0]]),
+            )
+        )
     automaton.make_automaton()
-    return _Side(automaton, tuple(refs))
+    return _Side(automaton, tuple(refs), tuple(groups))
+
+
+def _entry_depth(entry: WorldBookEntry, book_depth: int | None) -> int | None:
+    depth = entry.rules.scan_depth
+    return book_depth if depth is None else depth
 
 
 def compile_book(book: WorldBook) -> CompiledBook:
@@ -111,38 +101,123 @@ def compile_book(book: WorldBook) -> CompiledBook:
     sensitive: dict[str, list[KeywordRef]] = {}
     always_on: list[int] = []
     with_state: list[int] = []
+    verify: dict[KeywordRef, Verifier] = {}
+    unfiltered: list[tuple[KeywordRef, Any]] = []
+    primary_counts: list[int] = []
+    by_id: dict[str, int] = {}
+    depths: dict[int | None, list[int]] = {}
+    book_words = book.rules.match_whole_words
+    book_depth = book.rules.scan_depth
     for entry_idx, entry in enumerate(book.entries):
+        rules = entry.rules
+        if entry.id and entry.id not in by_id:
+            by_id[entry.id] = entry_idx
+        primary_counts.append(len(entry.keywords))
+        depth = _entry_depth(entry, book_depth)
+        if depth != book_depth:
+            depths.setdefault(depth, []).append(entry_idx)
         if entry.always_on:
             always_on.append(entry_idx)
         if entry.state_triggers:
             with_state.append(entry_idx)
+        words = book_words if rules.match_whole_words is None else rules.match_whole_words
         table = sensitive if entry.case_sensitive else insensitive
-        for kw_idx, keyword in enumerate(entry.keywords):
+        keys = entry.keywords
+        if rules.secondary_keywords:
+            keys = [*keys, *rules.secondary_keywords]
+        for kw_idx, keyword in enumerate(keys):
             if not keyword:
                 continue
-            pattern = keyword if entry.case_sensitive else keyword.lower()
-            table.setdefault(pattern, []).append((entry_idx, kw_idx))
+            ref = (entry_idx, kw_idx)
+            if rules.regex_keys:
+                pattern = compile_regex_key(keyword)
+                if pattern is not None:
+                    exact = exact_literals(keyword)
+                    if exact is not None:  # the regex is a literal alternation: no regex run
+                        lits, lowered = exact
+                        for lit in lits:
+                            side = insensitive if lowered or lower_safe(lit) else sensitive
+                            side.setdefault(lit, []).append(ref)
+                        continue
+                    literals = required_literals(keyword)
+                    if literals is None:
+                        unfiltered.append((ref, pattern))
+                        continue
+                    lits, lowered = literals
+                    for lit in lits:
+                        side = insensitive if lowered or lower_safe(lit) else sensitive
+                        side.setdefault(lit, []).append(ref)
+                    verify[ref] = ("regex", pattern)
+                    continue
+            key = keyword if entry.case_sensitive else keyword.lower()
+            (insensitive if lower_safe(key) else table).setdefault(key, []).append(ref)
+            if words and (is_word_char(key[0]) or is_word_char(key[-1])):
+                verify[ref] = ("word", key)
     return CompiledBook(
         entry_count=len(book.entries),
-        insensitive=_build_side(insensitive),
-        sensitive=_build_side(sensitive),
+        insensitive=_build_side(insensitive, verify, primary_counts),
+        sensitive=_build_side(sensitive, verify, primary_counts),
         always_on=tuple(always_on),
         with_state_triggers=tuple(with_state),
+        verify=verify,
+        unfiltered=tuple(unfiltered),
+        primary_counts=tuple(primary_counts),
+        by_id=by_id,
+        depth_groups={d: tuple(ix) for d, ix in depths.items()},
+        default_depth=book_depth,
+    )
+
+
+def _entry_fingerprint(e: WorldBookEntry) -> tuple[Any, ...]:
+    r = e.rules
+    return (
+        e.id,
+        tuple(e.keywords),
+        e.case_sensitive,
+        e.always_on,
+        bool(e.state_triggers),
+        tuple(r.secondary_keywords),
+        r.regex_keys,
+        r.match_whole_words,
+        r.scan_depth,
+    )
+
+
+def _fingerprint(book: WorldBook) -> Hashable:
+    rules = book.rules
+    return (
+        "content",
+        rules.match_whole_words,
+        rules.scan_depth,
+        tuple(_entry_fingerprint(e) for e in book.entries),
     )
 
 
 def book_cache_key(book: WorldBook) -> Hashable:
     """The version key of ``book``'s index (see the module docstring for the rule)."""
     entries = book.entries
-    if len(entries) <= FINGERPRINT_MAX_ENTRIES or not (book.updated_at or book._revision):
+    if len(entries) <= FINGERPRINT_MAX_ENTRIES:
+        return _fingerprint(book)
+    if book.updated_at or book._revision:
         return (
-            "content",
-            tuple(
-                (tuple(e.keywords), e.case_sensitive, e.always_on, bool(e.state_triggers))
-                for e in entries
-            ),
+            "version",
+            book.id,
+            book.updated_at,
+            len(entries),
+            book._revision,
+            book.rules.match_whole_words,
+            book.rules.scan_depth,
         )
-    return ("version", book.id, book.updated_at, len(entries), book._revision)
+    # A large book built in code: fingerprint it once per object and edit generation.
+    memo = book._fingerprint_memo
+    stamp = (id(entries), len(entries), edit_generation())
+    if memo is not None and memo[0] == stamp:
+        return memo[1]
+    # A short digest, so the cache lookup does not hash the whole fingerprint on every call.
+    digest = hashlib.blake2b(repr(_fingerprint(book)).encode(), digest_size=20).hexdigest()
+    key = ("content-digest", len(entries), digest)
+    book._fingerprint_memo = (stamp, key)
+    return key
 
 
 class CompiledBookCache:

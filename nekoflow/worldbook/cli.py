@@ -14,14 +14,17 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from nekoflow.errors import InputError
+from nekoflow.settings import get_settings
 from nekoflow.storage import get_engine
+from nekoflow.worldbook.budgets import lore_recall_config
+from nekoflow.worldbook.cooldowns import CooldownState
 from nekoflow.worldbook.formats import dump_world_books
 from nekoflow.worldbook.importers import parse_import
-from nekoflow.worldbook.matcher import describe_matches
-from nekoflow.worldbook.models import WorldBookRecallContext
+from nekoflow.worldbook.matcher import describe_recall
+from nekoflow.worldbook.models import WorldBookRecallConfig, WorldBookRecallContext
+from nekoflow.worldbook.st_export import export_book
 from nekoflow.worldbook.store import WorldBookStore
 
 worldbook_app = typer.Typer(
@@ -43,6 +46,17 @@ def _store() -> WorldBookStore:
     return WorldBookStore(get_engine())
 
 
+def turn_config() -> WorldBookRecallConfig:
+    """The recall config a turn uses (budgets from NEKOFLOW_LLM_CONTEXT_WINDOW and friends)."""
+    settings = get_settings()
+    return lore_recall_config(
+        context_window=settings.llm_context_window,
+        lore_share=settings.lore_budget_share,
+        oversize=settings.lore_oversize,
+        recent_message_limit=settings.recent_message_limit,
+    )
+
+
 @worldbook_app.command("import")
 def import_command(
     path: Annotated[Path, typer.Argument(help="world_books.json, SillyTavern World Info or card")],
@@ -58,11 +72,22 @@ def import_command(
     except OSError as exc:
         raise _fail(f"cannot read {path}: {exc}") from None
     try:
-        report = parse_import(data, name=name, fallback_name=path.stem)
+        report = parse_import(data, name=name, fallback_name=path.stem, config=turn_config())
         if not dry_run:
             _store().import_books(report.books, replace=replace)
     except InputError as exc:
-        raise _fail(f"import rejected: {exc}") from None
+        problems = getattr(exc, "problems", None)
+        if not problems:
+            raise _fail(f"import rejected, nothing written: {exc}") from None
+        lines = [f"import rejected, nothing written ({len(problems)} problem(s)):"]
+        lines += [f"  - {p}" for p in problems]
+        if any("already exists" in p for p in problems):
+            lines.append(
+                f"a book with that id is stored already: to replace it and all its entries, "
+                f"run `nekoflow worldbook import {path} --replace` "
+                "(or change the book id in the file to keep both)"
+            )
+        raise _fail("\n".join(lines)) from None
     verb = "would import" if dry_run else "imported"
     console.print(
         f"{verb} {len(report.books)} book(s), {report.entry_count} entries "
@@ -71,7 +96,7 @@ def import_command(
     for book in report.books:
         console.print(f"  {escape(book.id)}  {escape(book.name)}  ({len(book.entries)} entries)")
     if report.warnings:
-        console.print(f"[yellow]not mapped ({len(report.warnings)}):[/yellow]")
+        console.print(f"[yellow]notes ({len(report.warnings)}):[/yellow]")
         for warning in report.warnings:
             console.print(f"  - {escape(warning)}")
 
@@ -82,15 +107,30 @@ def export_command(
         Path | None, typer.Argument(help="File to write (default: standard output).")
     ] = None,
     book: Annotated[list[str] | None, typer.Option(help="Only these book ids.")] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="world_books (the seed's file, default) or sillytavern (one book as "
+            "SillyTavern World Info, or the card's character_book it came from).",
+        ),
+    ] = "world_books",
 ) -> None:
-    """Export books as the seed's world_books.json."""
+    """Export books as the seed's world_books.json, or one book as SillyTavern JSON."""
+    if fmt not in ("world_books", "sillytavern"):
+        raise _fail(f"--format must be world_books or sillytavern, got {fmt!r}", code=2)
     books = _store().list_all()
     if book:
         missing = sorted(set(book) - {b.id for b in books})
         if missing:
             raise _fail(f"no such world book: {', '.join(missing)}")
         books = [b for b in books if b.id in set(book)]
-    text = json.dumps(dump_world_books(books), ensure_ascii=False, indent=2)
+    if fmt == "sillytavern":
+        if len(books) != 1:
+            raise _fail("--format sillytavern exports one book: name it with --book ID", code=2)
+        text = json.dumps(export_book(books[0]), ensure_ascii=False, indent=2)
+    else:
+        text = json.dumps(dump_world_books(books), ensure_ascii=False, indent=2)
     if output is None or str(output) == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -121,18 +161,13 @@ def list_command(
     if not books:
         console.print("no world books")
         return
-    table = Table(title="world books")
-    for col in ("id", "name", "entries", "enabled", "characters"):
-        table.add_column(col)
+    # Plain lines, never wrapped or cut: book ids stay whole and copyable (80 columns, pipes).
     for b in books:
-        table.add_row(
-            escape(b.id),
-            escape(b.name),
-            str(len(b.entries)),
-            "yes" if b.enabled else "no",
-            escape(", ".join(b.character_ids) or "(all)"),
+        characters = ", ".join(b.character_ids) or "(all)"
+        typer.echo(
+            f"{b.id}  {b.name}  {len(b.entries)} entries  "
+            f"{'enabled' if b.enabled else 'disabled'}  characters: {characters}"
         )
-    console.print(table)
 
 
 def _parse_pairs(
@@ -147,6 +182,24 @@ def _parse_pairs(
     return out
 
 
+def _character(given: str) -> tuple[str, str]:
+    """A character given by id or name as (id, name); unknown ones stop with the known list."""
+    from sqlmodel import Session, col, select
+
+    from nekoflow.storage.dialogue import Role
+    from nekoflow.turns.characters import resolve_role
+
+    with Session(get_engine()) as s:
+        role = resolve_role(s, given)
+        if role is None or role.id is None:
+            known = ", ".join(
+                f"{rid} {name}"
+                for rid, name in s.exec(select(Role.id, Role.name).order_by(col(Role.id)))
+            )
+            raise _fail(f"--character: no character {given!r} (known: {known or 'none'})", code=2)
+        return str(role.id), role.name
+
+
 @worldbook_app.command("test-match")
 def test_match_command(
     message: Annotated[str, typer.Argument(help="The user message.")],
@@ -159,9 +212,16 @@ def test_match_command(
         list[str] | None,
         typer.Option(help="Scene state as KEY=VALUE; VALUE a|b|c makes a list (repeatable)."),
     ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            help="A conversation scope (e.g. qq:private:30009): read its cooldown / sticky / "
+            "delay state from Redis (never written)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test-match JSON.")] = False,
 ) -> None:
-    """Show which entries a message recalls, with their sources, keywords and score."""
+    """Show which entries a message recalls (sources, keywords, score) and which were dropped."""
     messages = [
         {"role": r, "content": c}
         for r, c in _parse_pairs(recent or [], ":", "recent", "ROLE:CONTENT")
@@ -169,19 +229,69 @@ def test_match_command(
     scene_state: dict[str, Any] = {
         k: (v.split("|") if "|" in v else v) for k, v in _parse_pairs(scene or [], "=", "scene")
     }
+    role_id, role_name = _character(character) if character else (None, None)
     try:
         context = WorldBookRecallContext(
-            latest_user_message=message, recent_messages=messages, scene=scene_state
+            latest_user_message=message,
+            recent_messages=messages,
+            scene=scene_state,
+            character_id=role_name or "",
         )
     except ValidationError as exc:
         raise _fail(f"invalid input: {exc}", code=2) from None
-    matches = describe_matches(context, _store().list_all(), character_id=character)
+    # Like a turn: a book bound to a character applies by its id or its name.
+    outcome = describe_recall(
+        context,
+        _store().list_all(),
+        character_id=role_id,
+        config=turn_config(),
+        cooldowns=_scope_state(scope) if scope else None,
+    )
+    matches, dropped = outcome["matches"], outcome["dropped"]
     if as_json:
-        print(json.dumps({"success": True, "matches": matches}, ensure_ascii=False, indent=2))
+        print(json.dumps({"success": True, **outcome}, ensure_ascii=False, indent=2))
         return
     if not matches:
         console.print("no entries matched")
-        return
+    _print_matches(matches)
+    if dropped:
+        console.print(f"[yellow]matched but dropped ({len(dropped)}):[/yellow]")
+        for d in dropped:
+            console.print(
+                f"  - {escape(d['entry_name'] or d['entry_id'])} ({escape(d['entry_id'])}) "
+                f"in {escape(d['book_name'])}: {_reason(d)}"
+            )
+    for entry_id in outcome["regex_timeouts"]:
+        console.print(f"[yellow]regex key timed out (no match): {escape(entry_id)}[/yellow]")
+
+
+def _scope_state(scope: str) -> CooldownState:
+    """The scope's timed-effect state, read from the Redis cooldown store."""
+    settings = get_settings()
+    if not settings.uses_redis_cooldowns:
+        raise _fail(
+            "--scope needs cooldowns in Redis (NEKOFLOW_COOLDOWN_BACKEND=redis, or a "
+            "NEKOFLOW_REDIS_URL): in-process cooldowns live in the worker",
+            code=2,
+        )
+    from nekoflow.redis_client import make_redis
+    from nekoflow.worldbook.redis_cooldowns import RedisCooldowns
+
+    try:
+        client = make_redis(settings.redis_url, connect_timeout=2.0)
+        return RedisCooldowns(client, prefix=settings.redis_prefix).snapshot(scope)
+    except Exception as exc:  # redis errors: one clear line, no traceback
+        raise _fail(f"cannot read the cooldowns of {scope!r} from Redis: {exc}") from None
+
+
+def _reason(d: dict[str, Any]) -> str:
+    reason = str(d["reason"]).replace("_", " ")
+    if d.get("needed") is not None:
+        reason += f" (needs {d['needed']} {d['unit']}, {d['available']} left in {d['budget']})"
+    return reason
+
+
+def _print_matches(matches: list[dict[str, Any]]) -> None:
     for n, m in enumerate(matches, 1):
         console.print(
             f"{n}. [bold]{escape(m['entry_name'])}[/bold] ({escape(m['entry_id'])}) "
@@ -189,4 +299,6 @@ def test_match_command(
         )
         console.print(f"   sources: {', '.join(m['trigger_sources'])}")
         console.print(f"   keywords: {escape(', '.join(m['matched_keywords']) or '-')}")
+        if m.get("cut_to") is not None:
+            console.print(f"   cut to {m['cut_to']} chars to fit the budget")
         console.print(f"   {escape(m['content_preview'])}")

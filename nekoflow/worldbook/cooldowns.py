@@ -14,6 +14,15 @@ it can travel between Celery tasks). The upcoming turn is ``state.turn + 1``; an
 ``t+1 … t+N``), and an entry with ``max_injections_per_session = K > 0`` is blocked once injected
 ``K`` times. State is keyed by entry id: entries without an id are never blocked.
 
+SillyTavern's timed effects (``entry.rules``), per scope and in committed turns:
+
+* ``sticky = S``: an entry freshly activated in turn ``a`` (``activated``) stays active in turns
+  ``a+1 … a+S`` without its keys, skipping cooldown and probability. ``record(…, fresh=…)`` names
+  the injected entries that were activated afresh; entries carried by sticky are not, so the
+  sticky window is counted from the fresh activation. Cooldown counts from the last injection,
+  i.e. it starts when the sticky window ends (SillyTavern's order);
+* ``delay = D``: the entry may not fire before the scope has ``D`` committed turns.
+
 The turn pipeline uses it like this::
 
     state = cooldowns.snapshot(scope_id)                       # before_turn
@@ -51,20 +60,35 @@ class CooldownState(BaseModel):
     turn: int = Field(default=0, ge=0)
     last_injected: dict[str, int] = Field(default_factory=dict)
     injections: dict[str, int] = Field(default_factory=dict)
+    #: Turn of each entry's last fresh (not sticky-carried) activation.
+    activated: dict[str, int] = Field(default_factory=dict)
 
     def blocks(self, entry: WorldBookEntry) -> bool:
-        """True when ``entry`` may not fire in the upcoming turn (cooldown or session cap)."""
+        """True when ``entry`` may not fire in the upcoming turn (cooldown, cap or delay)."""
+        return self.block_reason(entry) is not None
+
+    def block_reason(self, entry: WorldBookEntry) -> str | None:
+        """``session_cap``, ``delay`` or ``cooldown`` when ``entry`` may not fire, else None."""
+        if entry.rules.delay > 0 and self.turn < entry.rules.delay:
+            return "delay"
         if not entry.id:
-            return False
+            return None
         if entry.max_injections_per_session > 0 and (
             self.injections.get(entry.id, 0) >= entry.max_injections_per_session
         ):
-            return True
+            return "session_cap"
         if entry.cooldown_turns > 0:
             last = self.last_injected.get(entry.id)
             if last is not None and (self.turn + 1) - last <= entry.cooldown_turns:
-                return True
-        return False
+                return "cooldown"
+        return None
+
+    def sticky(self, entry: WorldBookEntry) -> bool:
+        """True when ``entry`` is inside its sticky window in the upcoming turn."""
+        if entry.rules.sticky <= 0 or not entry.id:
+            return False
+        start = self.activated.get(entry.id)
+        return start is not None and (self.turn + 1) - start <= entry.rules.sticky
 
     def blocked_ids(self, entries: Iterable[WorldBookEntry]) -> set[str]:
         """Ids of the given entries that are blocked in the upcoming turn."""
@@ -79,8 +103,19 @@ class Cooldowns(Protocol):
         """The scope's counters now (an empty state for an unknown scope)."""
         ...
 
-    def record(self, scope_id: str, turn_id: str, injected: Iterable[Injected]) -> bool:
-        """Count a committed turn and its injections; False if ``turn_id`` was already counted."""
+    def record(
+        self,
+        scope_id: str,
+        turn_id: str,
+        injected: Iterable[Injected],
+        *,
+        fresh: Iterable[Injected] | None = None,
+    ) -> bool:
+        """Count a committed turn and its injections; False if ``turn_id`` was already counted.
+
+        ``fresh``: the injected entries activated afresh (their sticky window starts now);
+        None: none (callers that use sticky entries pass it).
+        """
         ...
 
 
@@ -119,10 +154,18 @@ def check_ids(scope_id: str, turn_id: str) -> None:
 
 
 class _Scope:
-    __slots__ = ("injections", "last_injected", "recent_turn_ids", "seen_turn_ids", "turn")
+    __slots__ = (
+        "activated",
+        "injections",
+        "last_injected",
+        "recent_turn_ids",
+        "seen_turn_ids",
+        "turn",
+    )
 
     def __init__(self) -> None:
         self.turn = 0
+        self.activated: dict[str, int] = {}
         self.last_injected: dict[str, int] = {}
         self.injections: dict[str, int] = {}
         self.recent_turn_ids: deque[str] = deque()
@@ -156,12 +199,21 @@ class InMemoryCooldowns:
                 turn=scope.turn,
                 last_injected=dict(scope.last_injected),
                 injections=dict(scope.injections),
+                activated=dict(scope.activated),
             )
 
-    def record(self, scope_id: str, turn_id: str, injected: Iterable[Injected]) -> bool:
+    def record(
+        self,
+        scope_id: str,
+        turn_id: str,
+        injected: Iterable[Injected],
+        *,
+        fresh: Iterable[Injected] | None = None,
+    ) -> bool:
         """Count a committed turn and its injections; False if ``turn_id`` was already counted."""
         check_ids(scope_id, turn_id)
         ids = injected_ids(injected)
+        fresh_ids = [] if fresh is None else injected_ids(fresh)
         with self._lock:
             scope = self._scopes.get(scope_id)
             if scope is None:
@@ -179,4 +231,6 @@ class InMemoryCooldowns:
             for entry_id in ids:
                 scope.last_injected[entry_id] = scope.turn
                 scope.injections[entry_id] = scope.injections.get(entry_id, 0) + 1
+            for entry_id in fresh_ids:
+                scope.activated[entry_id] = scope.turn
             return True

@@ -2,67 +2,38 @@
 the ``character_book`` of SillyTavern character cards (V2/V3 JSON, or PNG with a ``chara``/``ccv3``
 text chunk holding base64 JSON).
 
-Field mapping (SillyTavern → nekoflow):
-
-* ``key``/``keys`` → ``keywords``; ``comment``/``name`` → ``name``; ``content`` → ``content``;
-* ``constant`` → ``always_on``; ``disable`` (World Info) / ``enabled`` (cards) → ``enabled``;
-* ``order`` (World Info) → ``priority``; cards: ``priority`` when given, else ``insertion_order``;
-* ``caseSensitive``/``case_sensitive`` (null = SillyTavern's default, off) → ``case_sensitive``;
-* ``cooldown`` → ``cooldown_turns``;
-* selective secondary keys: kept only when ``match_mode="all"`` says exactly the same thing —
-  AND ALL with a single primary key, or AND ANY with one primary and one secondary key; otherwise
-  they are dropped and reported (the entry then fires on its primary keys alone);
-* ``trigger_sources`` = ``["user", "history"]``: SillyTavern scans the user message and recent chat.
-
-Everything else that is set to a non-default value (regex keys, probability, sticky, delay, groups,
-insertion position/depth, whole-word matching, …) cannot be mapped and is listed in the report's
-``warnings``. A malformed file is rejected whole: :class:`WorldBookDataError` names each bad entry.
+Entries are mapped by :mod:`nekoflow.worldbook.st_import` (every SillyTavern field mapped, kept
+for export or reported by entry). File-level settings map onto ``book.rules``: ``scan_depth``,
+``token_budget``, ``recursive_scanning`` (SillyTavern's default, on, when the file does not say),
+and everything else at the top level (name, description, ``extensions``, ``folders``…) is kept
+for export. Entries longer than the budget a turn gives them (:func:`budget_warnings`) are
+reported with the budget they need. A malformed file is rejected whole:
+:class:`WorldBookDataError` names each bad entry.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from nekoflow.errors import InputError
+from nekoflow.tokens import estimate_tokens
+from nekoflow.worldbook.budgets import lore_recall_config
 from nekoflow.worldbook.errors import WorldBookDataError
 from nekoflow.worldbook.formats import FORMAT_KEY, loads_strict, parse_world_books
 from nekoflow.worldbook.ids import new_id, now_iso
-from nekoflow.worldbook.models import WorldBook, WorldBookEntry
+from nekoflow.worldbook.models import WorldBook, WorldBookRecallConfig
 from nekoflow.worldbook.png import is_png, read_text_chunks
+from nekoflow.worldbook.rules import BookRules
+from nekoflow.worldbook.st_import import map_entries
 
 SourceFormat = Literal[
     "world_books.json", "sillytavern_world_info", "character_card_v2", "character_card_v3"
 ]
-
-ST_TRIGGER_SOURCES = ["user", "history"]
-AND_ANY, NOT_ALL, NOT_ANY, AND_ALL = 0, 1, 2, 3
-_LOGIC_NAMES = {AND_ANY: "AND ANY", NOT_ALL: "NOT ALL", NOT_ANY: "NOT ANY", AND_ALL: "AND ALL"}
-
-# Fields we map (or that only carry UI state); never reported.
-_MAPPED = {
-    "key", "keys", "keysecondary", "secondary_keys", "comment", "name", "content", "constant",
-    "selective", "selectiveLogic", "order", "insertion_order", "priority", "disable", "enabled",
-    "caseSensitive", "case_sensitive", "cooldown", "uid", "id", "displayIndex", "display_index",
-    "addMemo", "extensions",
-}  # fmt: skip
-# Unmapped fields at these values behave like nekoflow anyway; other non-empty values are reported.
-_HARMLESS = {
-    "probability": 100,
-    "useProbability": True,
-    "depth": 4,
-    "groupWeight": 100,
-    "group_weight": 100,
-    "position": ("before_char", 0),
-    "role": 0,
-    "selectiveLogic": AND_ANY,
-}
-_REGEX_KEY = re.compile(r"^/.+/[a-z]*$", re.S)
 
 
 class ImportReport(BaseModel):
@@ -78,217 +49,86 @@ class ImportReport(BaseModel):
         return sum(len(b.entries) for b in self.books)
 
 
-def _harmless(key: str, value: Any) -> bool:
-    if value in (None, False, 0, "", [], {}):
-        return True
-    default = _HARMLESS.get(key)
-    if isinstance(default, tuple):
-        return value in default
-    return default is not None and value == default
+_BOOK_SETTINGS = ("scan_depth", "token_budget", "recursive_scanning")
 
 
-class _EntryMapper:
-    """Maps one SillyTavern entry (World Info or card style), collecting problems and warnings."""
-
-    def __init__(self, label: str, raw: Mapping[str, Any], problems: list[str]) -> None:
-        self.label = label
-        self.raw = raw
-        self.problems = problems
-        self.warnings: list[tuple[str, str]] = []  # (what, label)
-
-    def bad(self, msg: str) -> None:
-        self.problems.append(f"{self.label}: {msg}")
-
-    def note(self, what: str) -> None:
-        self.warnings.append((what, self.label))
-
-    def keys(self, field: str) -> list[str]:
-        value = self.raw.get(field)
+def _book_rules(doc: Mapping[str, Any], source_format: str, label: str) -> BookRules:
+    """A book's rules from a World Info file's (or character_book's) top-level fields."""
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for field in _BOOK_SETTINGS:
+        value = doc.get(field)
         if value is None:
-            return []
-        if isinstance(value, str):
-            return [k.strip() for k in value.split(",") if k.strip()]
-        if isinstance(value, list) and all(isinstance(k, str) for k in value):
-            return [k for k in value if k.strip()]
-        self.bad(f"{field} must be a list of strings, got {value!r}")
-        return []
-
-    def text(self, field: str) -> str:
-        value = self.raw.get(field)
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            self.bad(f"{field} must be a string, got {type(value).__name__}")
-            return ""
-        return value
-
-    def flag(self, field: str, default: bool, source: Mapping[str, Any] | None = None) -> bool:
-        value = (self.raw if source is None else source).get(field)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.bad(f"{field} must be true or false, got {value!r}")
-            return default
-        return value
-
-    def number(self, field: str, source: Mapping[str, Any] | None = None) -> int | None:
-        value = (self.raw if source is None else source).get(field)
-        if value is None or value == "":
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-            self.bad(f"{field} must be an integer, got {value!r}")
-            return None
-        return int(value)
-
-    def report_unmapped(self, fields: Mapping[str, Any], prefix: str = "") -> None:
-        for key, value in fields.items():
-            if key in _MAPPED or _harmless(key, value):
-                continue
-            self.note(f"{prefix}{key}={value!r} is not supported (ignored)")
-
-    def secondary(
-        self, primary: list[str], secondary: list[str], selective: bool, logic: int
-    ) -> tuple[list[str], Literal["any", "all"]]:
-        if not selective or not secondary:
-            return primary, "any"
-        if logic == AND_ALL and len(primary) == 1:
-            return [*primary, *secondary], "all"
-        if logic == AND_ANY and len(primary) == 1 and len(secondary) == 1:
-            return [*primary, *secondary], "all"
-        self.note(
-            f"secondary keys with {_LOGIC_NAMES.get(logic, f'logic {logic}')} "
-            f"({len(primary)} primary, {len(secondary)} secondary) cannot be expressed: "
-            "dropped, the entry fires on its primary keys alone"
-        )
-        return primary, "any"
-
-    def entry(self, **fields: Any) -> WorldBookEntry | None:
-        for key in fields.get("keywords", []):
-            if _REGEX_KEY.match(key):
-                self.note(f"regex key {key!r} is matched as literal text")
-                break
-        try:
-            return WorldBookEntry(**fields)
-        except ValidationError as exc:
-            self.bad("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-            return None
+            continue
+        if field == "recursive_scanning":
+            if not isinstance(value, bool):
+                problems.append(f"{label}{field} must be true or false, got {value!r}")
+            values[field] = value
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{label}{field} must be a non-negative integer, got {value!r}")
+        else:
+            values[field] = value
+    if problems:
+        raise WorldBookDataError(problems, field="world_info")
+    values.setdefault("recursive_scanning", True)  # SillyTavern's default
+    source = {k: v for k, v in doc.items() if k != "entries"}
+    return BookRules(source_format=source_format, source=source, **values)
 
 
-def _label(n: int, key: str, raw: Any) -> str:
-    title = ""
-    if isinstance(raw, Mapping):
-        title = raw.get("comment") or raw.get("name") or ""
-        title = title if isinstance(title, str) else ""
-    return f"entry {key or '#' + str(n)!r}" + (f" ({title})" if title else "")
-
-
-def _iter_entries(entries: Any, problems: list[str]) -> list[tuple[int, str, Any]]:
-    if isinstance(entries, Mapping):
-        return [(n, str(k), v) for n, (k, v) in enumerate(entries.items())]
-    if isinstance(entries, list):
-        return [
-            (n, str(v.get("uid", v.get("id", n))) if isinstance(v, Mapping) else str(n), v)
-            for n, v in enumerate(entries)
-        ]
-    problems.append(f"entries must be an object or a list, got {type(entries).__name__}")
-    return []
-
-
-def _summarize(pairs: list[tuple[str, str]]) -> list[str]:
-    grouped: dict[str, list[str]] = {}
-    for what, label in pairs:
-        grouped.setdefault(what, []).append(label)
+def budget_warnings(book: WorldBook, config: WorldBookRecallConfig | None = None) -> list[str]:
+    """One line per entry longer than the whole budget a turn gives it (``config``: the turn's,
+    by default :func:`~nekoflow.worldbook.budgets.lore_recall_config`), naming what it needs."""
+    cfg = config or lore_recall_config()
     out = []
-    for what, labels in grouped.items():
-        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
-        out.append(f"{what} — {shown}")
+    for entry in book.entries:
+        if entry.rules.ignore_budget or not entry.content:
+            continue
+        cls_name, cls_chars = (
+            ("always", cfg.max_always_chars)
+            if entry.always_on
+            else ("keyword", cfg.max_keyword_chars)
+        )
+        chars = len(entry.content)
+        tokens = estimate_tokens(entry.content)
+        needs: list[str] = []
+        if chars > min(cls_chars, cfg.max_total_chars):
+            needs.append(
+                f"{chars} chars (the {cls_name} budget is {min(cls_chars, cfg.max_total_chars)})"
+            )
+        token_limits = [
+            (f"{cfg.max_total_tokens} lore tokens", cfg.max_total_tokens),
+            (f"the book's token_budget {book.rules.token_budget}", book.rules.token_budget or 0),
+        ]
+        over = [name for name, limit in token_limits if limit and tokens > limit]
+        if over:
+            needs.append(f"{tokens} tokens (over {' and '.join(over)})")
+        if needs:
+            fate = (
+                "cut to the budget when first in line, else skipped"
+                if cfg.oversize == "cut"
+                else "skipped"
+            )
+            out.append(
+                f"entry {entry.id!r} ({entry.name or 'unnamed'}) needs {'; '.join(needs)}: "
+                f"at turn time it is {fate}"
+            )
     return out
 
 
-def _map_entries(
-    entries: Any, book_id: str, *, card_style: bool
-) -> tuple[list[WorldBookEntry], list[str], list[str]]:
-    """Map SillyTavern entries; returns (entries, problems, warnings)."""
-    problems: list[str] = []
-    notes: list[tuple[str, str]] = []
-    out: list[WorldBookEntry] = []
-    used_ids: set[str] = set()
-    for n, key, raw in _iter_entries(entries, problems):
-        label = _label(n, key, raw)
-        if not isinstance(raw, Mapping):
-            problems.append(f"{label}: expected an object, got {type(raw).__name__}")
-            continue
-        m = _EntryMapper(label, raw, problems)
-        ext = raw.get("extensions") or {}
-        if not isinstance(ext, Mapping):
-            m.bad("extensions must be an object")
-            ext = {}
-        if card_style:
-            primary, secondary = m.keys("keys"), m.keys("secondary_keys")
-            name = m.text("name") or m.text("comment")
-            enabled = m.flag("enabled", True)
-            selective = m.flag("selective", False)
-            logic = m.number("selectiveLogic", ext) or AND_ANY
-            prio, order = m.number("priority"), m.number("insertion_order")
-            priority = prio if prio is not None else (order or 0)
-            if prio is not None and order is not None and order != prio:
-                m.note(f"insertion_order={order} is not kept (priority={prio} is used)")
-            case = raw.get("case_sensitive", ext.get("case_sensitive"))
-            cooldown = m.number("cooldown", ext)
-            if raw.get("use_regex") is True:
-                m.note("use_regex=True is not supported: keys are matched as literal text")
-            m.report_unmapped({k: v for k, v in raw.items() if k != "use_regex"})
-            m.report_unmapped(
-                {k: v for k, v in ext.items() if k not in ("cooldown", "case_sensitive")},
-                prefix="extensions.",
-            )
-        else:
-            primary, secondary = m.keys("key"), m.keys("keysecondary")
-            name = m.text("comment")
-            enabled = not m.flag("disable", False)
-            selective = m.flag("selective", True)
-            logic = m.number("selectiveLogic") or AND_ANY
-            priority = m.number("order") or 0
-            case = raw.get("caseSensitive")
-            cooldown = m.number("cooldown")
-            m.report_unmapped(raw)
-        if case is not None and not isinstance(case, bool):
-            m.bad(f"case sensitivity must be true, false or null, got {case!r}")
-            case = None
-        keywords, mode = m.secondary(primary, secondary, selective, logic)
-        entry_id = f"{book_id}-{key}"
-        if entry_id in used_ids:
-            m.bad(f"duplicate entry id {key!r}")
-        used_ids.add(entry_id)
-        entry = m.entry(
-            id=entry_id,
-            name=name,
-            keywords=keywords,
-            content=m.text("content"),
-            enabled=enabled,
-            priority=priority,
-            case_sensitive=bool(case),
-            match_mode=mode,
-            trigger_sources=list(ST_TRIGGER_SOURCES),
-            always_on=m.flag("constant", False),
-            cooldown_turns=max(0, cooldown or 0),
-        )
-        if entry is not None:
-            if not entry.keywords and not entry.always_on:
-                m.note("no keys and not constant: the entry never fires")
-            out.append(entry)
-        notes.extend(m.warnings)
-    return out, problems, _summarize(notes)
-
-
 def from_sillytavern_world_info(
-    doc: Mapping[str, Any], *, name: str = "", book_id: str | None = None, stamp: str = ""
+    doc: Mapping[str, Any],
+    *,
+    name: str = "",
+    book_id: str | None = None,
+    stamp: str = "",
+    config: WorldBookRecallConfig | None = None,
 ) -> ImportReport:
     """A book from a SillyTavern World Info file (``{"entries": {uid: {...}}}``)."""
     book_id = book_id or new_id()
-    entries, problems, warnings = _map_entries(doc.get("entries"), book_id, card_style=False)
+    entries, problems, warnings = map_entries(doc.get("entries"), book_id, card_style=False)
     if problems:
         raise WorldBookDataError(problems)
+    rules = _book_rules(doc, "world_info", "")
     stamp = stamp or now_iso()
     for entry in entries:
         entry.created_at = entry.updated_at = stamp
@@ -299,12 +139,19 @@ def from_sillytavern_world_info(
         entries=entries,
         created_at=stamp,
         updated_at=stamp,
+        rules=rules,
     )
+    warnings += budget_warnings(book, config)
     return ImportReport(source_format="sillytavern_world_info", books=[book], warnings=warnings)
 
 
 def from_character_card(
-    doc: Mapping[str, Any], *, name: str = "", book_id: str | None = None, stamp: str = ""
+    doc: Mapping[str, Any],
+    *,
+    name: str = "",
+    book_id: str | None = None,
+    stamp: str = "",
+    config: WorldBookRecallConfig | None = None,
 ) -> ImportReport:
     """The ``character_book`` of a V2/V3 character card, bound to the card's character name."""
     spec = doc.get("spec")
@@ -316,15 +163,12 @@ def from_character_card(
             field="character_book",
         )
     book_id = book_id or new_id()
-    entries, problems, warnings = _map_entries(
+    entries, problems, warnings = map_entries(
         character_book.get("entries"), book_id, card_style=True
     )
     if problems:
         raise WorldBookDataError([f"character_book {p}" for p in problems])
-    for field in ("scan_depth", "token_budget", "recursive_scanning"):
-        value = character_book.get(field)
-        if not _harmless(field, value):
-            warnings.append(f"character_book.{field}={value!r} is not supported (ignored)")
+    rules = _book_rules(character_book, "character_book", "character_book.")
     character = data.get("name") if isinstance(data.get("name"), str) else ""
     stamp = stamp or now_iso()
     for entry in entries:
@@ -337,7 +181,9 @@ def from_character_card(
         entries=entries,
         created_at=stamp,
         updated_at=stamp,
+        rules=rules,
     )
+    warnings += budget_warnings(book, config)
     fmt: SourceFormat = "character_card_v3" if spec == "chara_card_v3" else "character_card_v2"
     return ImportReport(source_format=fmt, books=[book], warnings=warnings)
 
@@ -382,18 +228,24 @@ def _is_card_book(doc: Mapping[str, Any]) -> bool:
 
 
 def parse_import(
-    data: bytes, *, name: str = "", book_id: str | None = None, fallback_name: str = ""
+    data: bytes,
+    *,
+    name: str = "",
+    book_id: str | None = None,
+    fallback_name: str = "",
+    config: WorldBookRecallConfig | None = None,
 ) -> ImportReport:
     """Detect the format of a file's bytes and map it into books (nothing is stored here).
 
     ``name`` overrides the book name of SillyTavern imports; ``fallback_name`` (e.g. the file
-    name) names a World Info book that carries no name of its own.
+    name) names a World Info book that carries no name of its own; ``config`` is the turn's
+    recall config the budget warnings measure against.
     """
     if is_png(data):
         doc = card_json_from_png(data)
         if not isinstance(doc, Mapping):
             raise InputError("the PNG card's JSON is not an object", field="png")
-        return from_character_card(doc, name=name, book_id=book_id)
+        return from_character_card(doc, name=name, book_id=book_id, config=config)
     else:
         try:
             doc = loads_strict(data.decode("utf-8-sig"))
@@ -407,9 +259,10 @@ def parse_import(
     if doc.get("spec") in ("chara_card_v2", "chara_card_v3") or isinstance(
         doc.get("data"), Mapping
     ):
-        return from_character_card(doc, name=name, book_id=book_id)
-    if "character_book" in doc:
-        return from_character_card(doc, name=name, book_id=book_id)
+        return from_character_card(doc, name=name, book_id=book_id, config=config)
+    if "character_book" in doc or ("first_mes" in doc and "entries" not in doc):
+        # a card (V1 cards have no spec): its book, or a clear "no character_book"
+        return from_character_card(doc, name=name, book_id=book_id, config=config)
     if "entries" in doc:
         if _is_single_book(doc):
             single = {**doc, "id": book_id or doc.get("id") or new_id()}
@@ -419,10 +272,13 @@ def parse_import(
             return ImportReport(source_format="world_books.json", books=books)
         if _is_card_book(doc):
             return from_character_card(
-                {"data": {"character_book": doc}}, name=name, book_id=book_id
+                {"data": {"character_book": doc}}, name=name, book_id=book_id, config=config
             )
         return from_sillytavern_world_info(
-            doc, name=name or str(doc.get("name") or fallback_name), book_id=book_id
+            doc,
+            name=name or str(doc.get("name") or fallback_name),
+            book_id=book_id,
+            config=config,
         )
     raise InputError(
         "unknown file format: expected world_books.json, SillyTavern World Info "

@@ -25,6 +25,11 @@ Pure: no I/O except calling ``cooldowns.snapshot`` when a :class:`Cooldowns` sto
   ``max_scene_chars``; any keyword source → ``max_keyword_chars``), stop at ``max_entries``.
 
 Keyword lookup uses the cached Aho-Corasick index of each book, so only fired entries cost time.
+
+SillyTavern's semantics (``entry.rules`` / ``book.rules``; defaults change nothing above) are
+decided per entry: secondary keys, regex keys, whole words, scan depth, sticky/delay, recursion
+(``collect``), inclusion groups, probability, token budgets and cutting oversize entries
+(``selection``). :func:`recall` also returns the matched-but-dropped entries with the reason.
 """
 
 from __future__ import annotations
@@ -32,98 +37,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nekoflow.errors import InputError
 from nekoflow.worldbook.automaton import CompiledBookCache, default_cache
+from nekoflow.worldbook.collect import Collector, Drop, Hit
 from nekoflow.worldbook.cooldowns import Cooldowns, CooldownState
 from nekoflow.worldbook.models import (
-    ALWAYS_SOURCE,
-    ENTRY_TYPE_PRIORITY,
-    SOURCE_SCORES,
+    DroppedEntry,
     WorldBook,
     WorldBookEntry,
     WorldBookMatchResult,
     WorldBookRecallConfig,
     WorldBookRecallContext,
 )
-
-_KEYWORD_SOURCES = ("user", "assistant_recent", "history")
-
-
-def assistant_recent_text(messages: Sequence[Mapping[str, Any]], limit: int) -> str:
-    """The last ``limit`` non-empty assistant messages, oldest first, joined by newlines."""
-    picked: list[str] = []
-    for msg in reversed(messages):
-        if len(picked) >= limit:
-            break
-        content = msg.get("content")
-        if msg.get("role") == "assistant" and isinstance(content, str) and content:
-            picked.append(content)
-    return "\n".join(reversed(picked))
-
-
-def history_text(messages: Sequence[Mapping[str, Any]], max_chars: int) -> str:
-    """Newest messages (any role) back until their contents would pass ``max_chars``, joined."""
-    picked: list[str] = []
-    total = 0
-    for msg in reversed(messages):
-        content = msg.get("content")
-        if not isinstance(content, str) or not content:
-            continue
-        if total + len(content) > max_chars:
-            break
-        picked.append(content)
-        total += len(content)
-    return "\n".join(reversed(picked))
-
-
-def scene_matches(scene: Mapping[str, Any], state_triggers: Mapping[str, Sequence[str]]) -> bool:
-    """True when any trigger field matches: string value listed, or list value sharing one."""
-    for field, allowed in state_triggers.items():
-        value = scene.get(field)
-        if isinstance(value, str):
-            if value in allowed:
-                return True
-        elif isinstance(value, list | tuple | set | frozenset) and any(
-            isinstance(v, str) and v in allowed for v in value
-        ):
-            return True
-    return False
-
-
-class _Hit:
-    """A fired entry before ranking and budgets (cheap; models are built only for the winners)."""
-
-    __slots__ = ("book", "book_idx", "entry", "entry_idx", "keywords", "score", "sources")
-
-    def __init__(
-        self,
-        book: WorldBook,
-        book_idx: int,
-        entry: WorldBookEntry,
-        entry_idx: int,
-        sources: list[str],
-        keywords: dict[str, list[str]],
-    ) -> None:
-        self.book = book
-        self.book_idx = book_idx
-        self.entry = entry
-        self.entry_idx = entry_idx
-        self.sources = sources
-        self.keywords = keywords
-        self.score = sum(SOURCE_SCORES[s] for s in sources) + entry.priority + entry.weight
-
-    def rank(self, extra_score: int = 0) -> tuple[int, int, int, int, int, int]:
-        e = self.entry
-        return (
-            -(self.score + extra_score),
-            -e.priority,
-            -ENTRY_TYPE_PRIORITY.get(e.entry_type, 0),
-            len(e.content),
-            self.book_idx,
-            self.entry_idx,
-        )
+from nekoflow.worldbook.selection import apply_budgets, apply_groups, apply_probability
+from nekoflow.worldbook.texts import (  # noqa: F401  (re-exported: the seed's helpers)
+    assistant_recent_text,
+    history_text,
+    scene_matches,
+)
 
 
 def _as_model(value: Any, model: type, field: str) -> Any:
@@ -158,14 +91,6 @@ def _cooldown_state(
     )
 
 
-def _keywords_ok(found: set[int] | None, entry: WorldBookEntry) -> bool:
-    if not found:
-        return False
-    if entry.match_mode == "all":
-        return len(found) == sum(1 for k in entry.keywords if k)
-    return True
-
-
 def _book_applies(book: WorldBook, character_keys: set[str]) -> bool:
     if not book.enabled:
         return False
@@ -174,139 +99,31 @@ def _book_applies(book: WorldBook, character_keys: set[str]) -> bool:
     return not character_keys.isdisjoint(book.character_ids)
 
 
-def _collect(
-    books: Sequence[WorldBook],
-    context: WorldBookRecallContext,
-    config: WorldBookRecallConfig,
-    state: CooldownState | None,
-    character_keys: set[str],
-    cache: CompiledBookCache,
-) -> list[_Hit]:
-    user = context.latest_user_message
-    assistant = context.assistant_recent_text or assistant_recent_text(
-        context.recent_messages, config.recent_message_limit
-    )
-    history = context.history_text or history_text(
-        context.recent_messages, config.max_history_chars
-    )
-    texts: dict[str, tuple[str, str]] = {}
-    if user:
-        texts["user"] = (user, user.lower())
-    if assistant and config.enable_assistant_trigger:
-        texts["assistant_recent"] = (assistant, assistant.lower())
-    if history and config.enable_history_trigger:
-        texts["history"] = (history, history.lower())
-    scene = context.scene if config.enable_scene_trigger else {}
-
-    hits: list[_Hit] = []
-    assistant_pending: list[tuple[_Hit, list[str]]] = []
-    for book_idx, book in enumerate(books):
-        if not _book_applies(book, character_keys):
-            continue
-        compiled = cache.get(book)
-        entries = book.entries
-        for i in compiled.always_on:
-            e = entries[i]
-            if e.enabled and not (state and state.blocks(e)):
-                hits.append(_Hit(book, book_idx, e, i, [ALWAYS_SOURCE], {}))
-
-        by_source = {src: compiled.keyword_hits(*pair) for src, pair in texts.items()}
-        candidates: set[int] = set()
-        for found in by_source.values():
-            candidates.update(found)
-        scene_fired: set[int] = set()
-        if scene:
-            for i in compiled.with_state_triggers:
-                e = entries[i]
-                if "scene_state" in e.trigger_sources and scene_matches(scene, e.state_triggers):
-                    scene_fired.add(i)
-            candidates |= scene_fired
-
-        for i in sorted(candidates):
-            e = entries[i]
-            if e.always_on or not e.enabled or (state and state.blocks(e)):
-                continue
-            sources: list[str] = []
-            keywords: dict[str, list[str]] = {}
-            for src in _KEYWORD_SOURCES:
-                found = by_source.get(src, {}).get(i)
-                if src in e.trigger_sources and _keywords_ok(found, e):
-                    sources.append(src)
-                    keywords[src] = [e.keywords[k] for k in sorted(found or ())]
-            if i in scene_fired:
-                sources.append("scene_state")
-            asst_kw = keywords.pop("assistant_recent", None)
-            if asst_kw is not None:
-                sources.remove("assistant_recent")
-            hit = _Hit(book, book_idx, e, i, sources, keywords)
-            if (
-                asst_kw is not None
-                and e.priority >= config.min_assistant_priority
-                and e.entry_type != "secret"
-            ):
-                assistant_pending.append((hit, asst_kw))
-            elif sources:
-                hits.append(hit)
-
-    # The assistant cap keeps the candidates that rank highest with the assistant source added.
-    assistant_pending.sort(key=lambda p: p[0].rank(SOURCE_SCORES["assistant_recent"]))
-    for n, (hit, asst_kw) in enumerate(assistant_pending):
-        if n < config.max_assistant_triggered_entries:
-            _add_assistant(hit, asst_kw)
-        if hit.sources:
-            hits.append(hit)
-    return hits
-
-
-_SOURCE_ORDER = {s: n for n, s in enumerate(("user", "assistant_recent", "history", "scene_state"))}
-
-
-def _add_assistant(hit: _Hit, asst_kw: list[str]) -> None:
-    hit.sources = sorted([*hit.sources, "assistant_recent"], key=_SOURCE_ORDER.__getitem__)
-    hit.keywords["assistant_recent"] = asst_kw
-    hit.score += SOURCE_SCORES["assistant_recent"]
-
-
-def _class_of(hit: _Hit) -> str:
-    if hit.sources == [ALWAYS_SOURCE]:
-        return "always"
-    if hit.sources == ["scene_state"]:
-        return "scene"
-    return "keyword"
-
-
-def _apply_budgets(hits: list[_Hit], config: WorldBookRecallConfig) -> list[_Hit]:
-    remaining_total = config.max_total_chars
-    remaining = {
-        "always": config.max_always_chars,
-        "scene": config.max_scene_chars,
-        "keyword": config.max_keyword_chars,
-    }
-    taken: list[_Hit] = []
-    for hit in hits:
-        if len(taken) >= config.max_entries:
-            break
-        size = len(hit.entry.content)
-        cls = _class_of(hit)
-        if size > remaining_total or size > remaining[cls]:
-            continue
-        remaining_total -= size
-        remaining[cls] -= size
-        taken.append(hit)
-    return taken
-
-
 def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _result(hit: _Hit) -> WorldBookMatchResult:
+def _result(hit: Hit, cut_to: int | None = None) -> WorldBookMatchResult:
     return WorldBookMatchResult(
         entry=hit.entry,
         trigger_sources=hit.sources,
         matched_keywords=_dedupe(k for s in hit.sources for k in hit.keywords.get(s, ())),
         score=hit.score,
+        cut_to=cut_to,
     )
+
+
+class RecallOutcome(BaseModel):
+    """A recall's injected entries (ranked, within budgets) and the matched-but-dropped ones."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    results: list[WorldBookMatchResult] = Field(default_factory=list)
+    dropped: list[DroppedEntry] = Field(default_factory=list)
+    #: Ids of entries a regex key of which timed out this turn (counted as not matching).
+    timed_out: list[str] = Field(default_factory=list)
+    #: The books each result came from (parallel to ``results``).
+    books: list[WorldBook] = Field(default_factory=list, exclude=True)
 
 
 def _recall(
@@ -316,7 +133,9 @@ def _recall(
     config: WorldBookRecallConfig | None,
     cooldowns: CooldownState | Cooldowns | None,
     cache: CompiledBookCache | None,
-) -> list[_Hit]:
+    *,
+    explain: bool = True,
+) -> RecallOutcome:
     context = _as_model(context, WorldBookRecallContext, "context")
     cfg = (
         WorldBookRecallConfig()
@@ -324,16 +143,67 @@ def _recall(
         else _as_model(config, WorldBookRecallConfig, "config")
     )
     if world_books is None:
-        return []
+        return RecallOutcome()
     books = [_as_model(b, WorldBook, f"world_books[{n}]") for n, b in enumerate(world_books)]
     if character_id is not None and not isinstance(character_id, str):
         raise InputError("character_id must be a string", field="character_id")
     character_keys = {k for k in (character_id, context.character_id) if k}
     state = _cooldown_state(cooldowns, context, cfg)
-    index = cache if cache is not None else default_cache()
-    hits = _collect(books, context, cfg, state, character_keys, index)
-    hits.sort(key=_Hit.rank)
-    return _apply_budgets(hits, cfg)
+    collector = Collector(context, cfg, state, cache if cache is not None else default_cache())
+    for book_idx, book in enumerate(books):
+        if _book_applies(book, character_keys):
+            collector.add_book(book_idx, book)
+    collector.finish_keywords()
+    scanned: set[int] = set()
+    step = 0
+    while True:
+        hits = sorted(collector.hits, key=Hit.rank)
+        hits, lost_groups = apply_groups(hits, context.turn_id)
+        hits, lost_probability = apply_probability(hits, context.turn_id)
+        taken, lost_budget = apply_budgets(hits, cfg, explain=explain)
+        if not collector.recursive or step >= cfg.max_recursion_steps:
+            break
+        step += 1
+        texts = []
+        for hit, cut in taken:
+            if id(hit) not in scanned and not hit.entry.rules.prevent_recursion:
+                scanned.add(id(hit))
+                texts.append(hit.entry.content if cut is None else hit.entry.content[:cut])
+        if not texts or not collector.recurse(texts, step):
+            break
+    return RecallOutcome(
+        results=[_result(h, cut) for h, cut in taken],
+        dropped=_explain(
+            [*collector.dropped, *lost_groups, *lost_probability, *lost_budget] if explain else []
+        ),
+        timed_out=_dedupe(collector.timed_out),
+        books=[h.book for h, _ in taken],
+    )
+
+
+def _explain(drops: list[Drop]) -> list[DroppedEntry]:
+    """Public models of the drops, one per (entry, reason)."""
+    seen: set[tuple[int, str]] = set()
+    out = []
+    for d in drops:
+        key = (id(d.entry), d.reason)
+        if key not in seen:
+            seen.add(key)
+            out.append(d.model())
+    return out
+
+
+def recall(
+    context: WorldBookRecallContext,
+    world_books: Sequence[WorldBook],
+    character_id: str | None = None,
+    config: WorldBookRecallConfig | None = None,
+    cooldowns: CooldownState | Cooldowns | None = None,
+    *,
+    cache: CompiledBookCache | None = None,
+) -> RecallOutcome:
+    """Like :func:`match_entries_v2`, also telling which matched entries were dropped and why."""
+    return _recall(context, world_books, character_id, config, cooldowns, cache)
 
 
 def match_entries_v2(
@@ -351,8 +221,9 @@ def match_entries_v2(
     snapshot for ``context.scope_id`` is taken here). ``cache`` overrides the process-wide
     automaton cache.
     """
-    hits = _recall(context, world_books, character_id, config, cooldowns, cache)
-    return [_result(h) for h in hits]
+    return _recall(
+        context, world_books, character_id, config, cooldowns, cache, explain=False
+    ).results
 
 
 def match_entries(
@@ -375,19 +246,41 @@ def describe_matches(
     cooldowns: CooldownState | Cooldowns | None = None,
 ) -> list[dict[str, Any]]:
     """The seed's test-match payload: one dict per hit (names, keywords, sources, score)."""
+    outcome = _recall(context, world_books, character_id, config, cooldowns, None)
+    return _describe(outcome)
+
+
+def _describe(outcome: RecallOutcome) -> list[dict[str, Any]]:
     out = []
-    for hit in _recall(context, world_books, character_id, config, cooldowns, None):
-        r = _result(hit)
+    for r, book in zip(outcome.results, outcome.books, strict=True):
         out.append(
             {
-                "world_book_name": hit.book.name,
-                "world_book_id": hit.book.id,
+                "world_book_name": book.name,
+                "world_book_id": book.id,
                 "entry_name": r.entry.name,
                 "entry_id": r.entry.id,
                 "matched_keywords": r.matched_keywords,
                 "trigger_sources": r.trigger_sources,
                 "score": r.score,
                 "content_preview": r.entry.content[:200],
+                **({"cut_to": r.cut_to} if r.cut_to is not None else {}),
             }
         )
     return out
+
+
+def describe_recall(
+    context: WorldBookRecallContext,
+    world_books: Sequence[WorldBook],
+    character_id: str | None = None,
+    config: WorldBookRecallConfig | None = None,
+    cooldowns: CooldownState | Cooldowns | None = None,
+) -> dict[str, Any]:
+    """``test-match`` payload: ``matches`` (as :func:`describe_matches`) and ``dropped`` (each
+    matched-but-dropped entry with its reason)."""
+    outcome = _recall(context, world_books, character_id, config, cooldowns, None)
+    return {
+        "matches": _describe(outcome),
+        "dropped": [d.model_dump() for d in outcome.dropped],
+        "regex_timeouts": outcome.timed_out,
+    }

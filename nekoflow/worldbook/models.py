@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+from nekoflow.worldbook.rules import BookRules, EntryRules, Tracked, edit_generation
 
 TriggerSource = Literal["user", "assistant_recent", "history", "scene_state"]
 #: The seed's entry types; ``entry_type`` also accepts others, which rank 0 when sorting.
@@ -50,7 +60,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class WorldBookEntry(_Model):
+__all__ = ["edit_generation"]
+
+
+class _WithRules(Tracked):
+    """A model whose ``rules`` are left out of dumps while they are all defaults (seed shape)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @model_serializer(mode="wrap")
+    def _drop_default_rules(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("rules") is not None:
+            rules = getattr(self, "rules", None)
+            if rules is not None and not rules.model_dump(exclude_defaults=True):
+                del data["rules"]
+        return data
+
+
+class WorldBookEntry(_WithRules):
     """One world-book entry: keywords (and/or scene triggers) that inject ``content`` when hit."""
 
     id: str = ""
@@ -71,6 +99,8 @@ class WorldBookEntry(_Model):
     weight: int = 0
     created_at: str = ""
     updated_at: str = ""
+    #: SillyTavern-grade rules (secondary keys, regex, recursion, timing, placement…).
+    rules: EntryRules = Field(default_factory=EntryRules)
 
     @field_validator("state_triggers", mode="before")
     @classmethod
@@ -81,7 +111,7 @@ class WorldBookEntry(_Model):
         return value
 
 
-class WorldBook(_Model):
+class WorldBook(_WithRules):
     """A named set of entries, optionally bound to characters (by id or name; empty = global)."""
 
     id: str = ""
@@ -92,9 +122,13 @@ class WorldBook(_Model):
     enabled: bool = True
     created_at: str = ""
     updated_at: str = ""
+    #: Scan depth, token budget, recursion and the file's kept fields (World Info settings).
+    rules: BookRules = Field(default_factory=BookRules)
 
     # Set by the SQL store on load; it changes on every write, so it versions the automaton cache.
     _revision: str | None = PrivateAttr(default=None)
+    # (entries list id, length, edit generation) → fingerprint, for large books built in code.
+    _fingerprint_memo: tuple[Any, Any] | None = PrivateAttr(default=None)
 
     @field_validator("entries", mode="before")
     @classmethod
@@ -135,6 +169,8 @@ class WorldBookRecallContext(_Model):
     character_id: str = ""
     target_id: str = ""
     scope_id: str = ""
+    #: Seeds probability and inclusion-group draws, so a retried turn picks the same entries.
+    turn_id: str = ""
 
 
 class WorldBookRecallConfig(_Model):
@@ -153,6 +189,15 @@ class WorldBookRecallConfig(_Model):
     enable_history_trigger: bool = True
     enable_scene_trigger: bool = True
     enable_cooldown: bool = True
+    #: Token budget of all lore together (0 = none; a turn derives it from the context window).
+    max_total_tokens: int = Field(default=0, ge=0)
+    #: How many rounds of recursion (entry content activating entries) a book may run.
+    max_recursion_steps: int = Field(default=3, ge=0)
+    #: An entry longer than its whole budget: "skip" it (the seed), or "cut" it to the budget
+    #: when it is first in line (nothing else taken from that budget yet).
+    oversize: Literal["skip", "cut"] = "skip"
+    #: Time limit of one regex key search, in seconds (a timeout counts as no match).
+    regex_timeout: float = Field(default=0.05, gt=0)
 
 
 class WorldBookMatchResult(_Model):
@@ -165,3 +210,38 @@ class WorldBookMatchResult(_Model):
     trigger_sources: list[str] = Field(default_factory=list)
     matched_keywords: list[str] = Field(default_factory=list)
     score: int = 0
+    #: Set when the entry was cut to fit its budget: the number of content characters kept.
+    cut_to: int | None = None
+
+    @property
+    def content(self) -> str:
+        """The entry's content as it goes into the prompt (cut when ``cut_to`` is set)."""
+        text = self.entry.content
+        return text if self.cut_to is None else text[: self.cut_to]
+
+
+DropReason = Literal[
+    "over_budget",
+    "max_entries",
+    "cooldown",
+    "delay",
+    "probability",
+    "group_lost",
+    "session_cap",
+    "blank",
+]
+
+
+class DroppedEntry(_Model):
+    """An entry whose keys matched but that did not reach the prompt, and why."""
+
+    entry_id: str
+    entry_name: str = ""
+    book_id: str = ""
+    book_name: str = ""
+    reason: DropReason
+    #: For ``over_budget``: the budget the entry needs (chars or tokens, see ``unit``).
+    needed: int | None = None
+    available: int | None = None
+    unit: Literal["chars", "tokens", ""] = ""
+    budget: str = ""

@@ -3,7 +3,8 @@
 Layout per scope (the ``{scope}`` hash tag keeps both keys in one cluster slot):
 
 * ``{prefix}:worldbook:cooldown:{<scope_id>}`` — hash: ``#turn`` (committed turns),
-  ``last:<entry_id>`` (turn of the last injection), ``count:<entry_id>`` (injections);
+  ``last:<entry_id>`` (turn of the last injection), ``count:<entry_id>`` (injections),
+  ``start:<entry_id>`` (turn of the last fresh activation: the sticky window's start);
 * ``{prefix}:worldbook:cooldown:{<scope_id>}:turns`` — sorted set of recorded turn ids (score =
   turn number), trimmed to the last ``remembered_turns``, so a retried turn counts once.
 
@@ -32,9 +33,13 @@ local turn = redis.call('HINCRBY', KEYS[1], '#turn', 1)
 redis.call('ZADD', KEYS[2], turn, ARGV[1])
 local keep = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -keep - 1)
-for i = 4, #ARGV do
+local n_injected = tonumber(ARGV[4])
+for i = 5, 4 + n_injected do
   redis.call('HSET', KEYS[1], 'last:' .. ARGV[i], turn)
   redis.call('HINCRBY', KEYS[1], 'count:' .. ARGV[i], 1)
+end
+for i = 5 + n_injected, #ARGV do
+  redis.call('HSET', KEYS[1], 'start:' .. ARGV[i], turn)
 end
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
@@ -73,6 +78,7 @@ class RedisCooldowns:
         turn = 0
         last: dict[str, int] = {}
         count: dict[str, int] = {}
+        start: dict[str, int] = {}
         for k, v in raw.items():
             name = k.decode() if isinstance(k, bytes) else str(k)
             value = int(v)
@@ -82,14 +88,28 @@ class RedisCooldowns:
                 last[name[5:]] = value
             elif name.startswith("count:"):
                 count[name[6:]] = value
-        return CooldownState(turn=turn, last_injected=last, injections=count)
+            elif name.startswith("start:"):
+                start[name[6:]] = value
+        return CooldownState(turn=turn, last_injected=last, injections=count, activated=start)
 
-    def record(self, scope_id: str, turn_id: str, injected: Iterable[Injected]) -> bool:
-        """Count a committed turn and its injections; False if ``turn_id`` was already counted."""
+    def record(
+        self,
+        scope_id: str,
+        turn_id: str,
+        injected: Iterable[Injected],
+        *,
+        fresh: Iterable[Injected] | None = None,
+    ) -> bool:
+        """Count a committed turn and its injections; False if ``turn_id`` was already counted.
+
+        ``fresh``: the injected entries activated afresh (sticky windows start); None = none.
+        """
         check_ids(scope_id, turn_id)
         key = self._key(scope_id)
+        ids = injected_ids(injected)
+        fresh_ids = [] if fresh is None else injected_ids(fresh)
         result = self._record(
             keys=[key, f"{key}:turns"],
-            args=[turn_id, self._remembered, self._ttl, *injected_ids(injected)],
+            args=[turn_id, self._remembered, self._ttl, len(ids), *ids, *fresh_ids],
         )
         return int(result) > 0

@@ -27,7 +27,7 @@ from nekoflow.worldbook.errors import WorldBookDataError, WorldBookNotFoundError
 from nekoflow.worldbook.ids import new_id, now_iso
 from nekoflow.worldbook.models import WorldBook, WorldBookEntry
 
-_BOOK_META = ("name", "description", "character_ids", "enabled")
+_BOOK_META = ("name", "description", "character_ids", "enabled", "rules")
 _ENTRY_FIELDS = tuple(WorldBookEntry.model_fields)
 
 
@@ -68,7 +68,9 @@ def _entry_row(book_id: str, position: int, entry: WorldBookEntry) -> WorldBookE
 
 
 def _entry_from_row(row: WorldBookEntryRow) -> WorldBookEntry:
-    return WorldBookEntry.model_validate({f: getattr(row, f) for f in _ENTRY_FIELDS})
+    data = {f: getattr(row, f) for f in _ENTRY_FIELDS}
+    data["rules"] = data["rules"] or {}  # NULL in a database made by an older release
+    return WorldBookEntry.model_validate(data)
 
 
 def _book_from_rows(row: WorldBookRow, entries: Iterable[WorldBookEntryRow]) -> WorldBook:
@@ -80,6 +82,7 @@ def _book_from_rows(row: WorldBookRow, entries: Iterable[WorldBookEntryRow]) -> 
         enabled=row.enabled,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        rules=row.rules or {},
         entries=[_entry_from_row(e) for e in entries],
     )
     book._revision = row.revision
@@ -182,7 +185,7 @@ class WorldBookStore:
         return self.get(book.id)  # type: ignore[return-value]
 
     def update(self, book_id: str, **fields: Any) -> WorldBook | None:
-        """Change a book's name, description, character_ids or enabled; None if missing."""
+        """Change a book's name, description, character_ids, enabled or rules; None if missing."""
         for key in fields:
             if key not in _BOOK_META:
                 raise InputError(
@@ -194,9 +197,11 @@ class WorldBookStore:
             if row is None:
                 return None
             current = {k: getattr(row, k) for k in _BOOK_META}
+            current["rules"] = current["rules"] or {}
             checked = WorldBook.model_validate({**current, **fields})
             for key in fields:
-                setattr(row, key, getattr(checked, key))
+                value = getattr(checked, key)
+                setattr(row, key, value.model_dump() if key == "rules" else value)
             self._touch(row)
         return self.get(book_id)
 
@@ -362,6 +367,7 @@ class WorldBookStore:
             enabled=book.enabled,
             created_at=book.created_at,
             updated_at=book.updated_at,
+            rules=book.rules.model_dump(),
             revision=new_id(),
         )
 

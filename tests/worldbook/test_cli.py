@@ -39,6 +39,7 @@ def test_import_list_test_match_export(runner: CliRunner, tmp_path: Path) -> Non
     result = runner.invoke(app, ["worldbook", "list"])
     assert "翁法罗斯" in result.output
 
+    assert runner.invoke(app, ["character", "add", "风堇"]).exit_code == 0
     args = [
         "worldbook",
         "test-match",
@@ -65,8 +66,15 @@ def test_import_list_test_match_export(runner: CliRunner, tmp_path: Path) -> Non
     assert "白塔旧誓 (white_tower_oath) in 翁法罗斯 — score 155" in result.output
     assert "sources: assistant_recent, scene_state" in result.output
     assert "keywords: 白塔" in result.output
-    result = runner.invoke(app, ["worldbook", "test-match", "无关", "--character", "别人"])
+    result = runner.invoke(app, ["worldbook", "test-match", "无关", "--character", "风堇"])
     assert "no entries matched" in result.output
+    # issue 15: the character's id works like its name; an unknown character is an error
+    by_id = [a if a != "风堇" else "1" for a in args]
+    result = runner.invoke(app, [*by_id, "--json"])
+    assert [m["entry_id"] for m in json.loads(result.output)["matches"]] == ["white_tower_oath"]
+    result = runner.invoke(app, ["worldbook", "test-match", "无关", "--character", "别人"])
+    assert result.exit_code == 2 and "no character '别人'" in result.output
+    assert "1 风堇" in result.output
 
     out = tmp_path / "out.json"
     result = runner.invoke(app, ["worldbook", "export", str(out)])
@@ -91,7 +99,7 @@ def test_import_sillytavern_reports_unmapped_and_rejects_bad_files(
 ) -> None:
     wi = {
         "entries": {
-            "0": {"uid": 0, "key": ["龙"], "content": "龙", "probability": 30},
+            "0": {"uid": 0, "key": ["龙"], "content": "龙", "probability": 30, "vectorized": True},
             "1": {"uid": 1, "key": 5, "content": "bad"},
         }
     }
@@ -110,7 +118,10 @@ def test_import_sillytavern_reports_unmapped_and_rejects_bad_files(
     assert json.loads(runner.invoke(app, ["worldbook", "list", "--json"]).output) == []
     result = runner.invoke(app, ["worldbook", "import", str(good)])
     assert result.exit_code == 0, result.output
-    assert "dragons" in result.output and "probability=30 is not supported" in result.output
+    assert "dragons" in result.output and "vectorized=True is kept for export but not applied" in (
+        result.output
+    )
+    assert "probability" not in result.output  # mapped
     result = runner.invoke(app, ["worldbook", "export", "--book", "nope"])
     assert result.exit_code == 1 and "no such world book" in result.output
 

@@ -84,18 +84,23 @@ def test_sillytavern_world_info_mapping() -> None:
     assert (dragon.keywords, dragon.priority, dragon.case_sensitive) == (["Dragon", "龙"], 50, True)
     assert dragon.trigger_sources == ["user", "history"] and dragon.id.endswith("-0")
     assert e["Rules"].always_on is True
-    assert (e["entry 2"].keywords, e["entry 2"].match_mode) == (["sword", "magic"], "all")
-    assert (e["entry 3"].keywords, e["entry 3"].match_mode) == (["alpha", "beta"], "any")  # dropped
-    assert (e["entry 4"].keywords, e["entry 4"].match_mode) == (["x", "y", "z"], "all")
-    assert (e["entry 5"].keywords, e["entry 5"].match_mode) == (["p"], "any")
+
+    def sec(name: str) -> tuple[list[str], list[str], str]:
+        x = e[name]
+        return x.keywords, x.rules.secondary_keywords, x.rules.selective_logic
+
+    # Secondary keys keep SillyTavern's meaning (issue 17: no longer merged into match_mode).
+    assert sec("entry 2") == (["sword"], ["magic"], "and_any")
+    assert sec("entry 3") == (["alpha", "beta"], ["c"], "and_all")
+    assert sec("entry 4") == (["x"], ["y", "z"], "and_all")
+    assert sec("entry 5") == (["p"], ["q"], "not_any")
+    assert sec("entry 8") == (["wolf"], [], "and_any")  # selective off: ignored, as in ST
     assert (e["entry 6"].enabled, e["entry 6"].cooldown_turns) == (False, 3)
-    assert (e["entry 8"].keywords, e["entry 8"].match_mode) == (["wolf"], "any")
+    seven = e["entry 7"].rules
+    assert (seven.regex_keys, seven.probability, seven.position) == (True, 50, "after_char")
+    assert book.rules.recursive_scanning is True  # SillyTavern's default when the file is silent
     text = "\n".join(report.warnings)
-    assert "AND ALL (2 primary, 1 secondary)" in text and "entry '3'" in text
-    assert "NOT ANY" in text and "entry '5'" in text
-    assert "regex key '/regex/i'" in text
-    assert "probability=50" in text and "position=1" in text
-    assert "entry '8'" not in text  # non-selective secondary keys are ignored by SillyTavern too
+    assert "selective=false are ignored" in text and "entry '8'" in text
     assert "entry '0'" not in text  # fully mapped
 
 
@@ -168,25 +173,24 @@ def test_character_card_json(spec: str) -> None:
     [book] = report.books
     assert (book.name, book.character_ids) == ("风堇的书", ["风堇"])
     tower, rule = book.entries
-    assert (tower.name, tower.keywords, tower.match_mode, tower.priority) == (
+    assert (tower.name, tower.keywords, tower.rules.secondary_keywords, tower.priority) == (
         "白塔",
-        ["白塔", "誓约"],
-        "all",
+        ["白塔"],
+        ["誓约"],
         40,
     )
+    assert (tower.rules.sticky, tower.rules.position) == (2, "before_char")
     assert (rule.name, rule.always_on, rule.enabled, rule.priority) == ("规则", True, False, 5)
+    assert (book.rules.scan_depth, book.rules.token_budget) == (5, 500)
     text = "\n".join(report.warnings)
-    assert "insertion_order=10 is not kept" in text
-    assert "extensions.sticky=2" in text
-    assert "use_regex=True" in text
-    assert "character_book.scan_depth=5" in text and "token_budget=500" in text
-    assert "extensions.position" not in text and "probability" not in text
+    assert "insertion_order=10 differs from priority=40: priority used" in text
+    assert "sticky" not in text and "use_regex" not in text and "scan_depth" not in text
 
 
 def test_png_card_v2_and_v3_chunks() -> None:
     payload = base64.b64encode(json.dumps(card()).encode()).decode("ascii")
     report = parse_import(minimal_png({"chara": payload}))
-    assert report.books[0].entries[0].keywords == ["白塔", "誓约"]
+    assert report.books[0].entries[0].keywords == ["白塔"]
     v3 = card("chara_card_v3")
     v3["data"]["character_book"]["name"] = "v3 book"
     v3_payload = base64.b64encode(json.dumps(v3).encode()).decode("ascii")
@@ -285,3 +289,77 @@ def test_seed_app_exports_and_api_answers_import() -> None:
     # SillyTavern World Info (entries with "key") is still told apart
     wi = {"entries": {"0": {"uid": 0, "key": ["白塔"], "content": "c", "comment": "x"}}}
     assert parse_import(json.dumps(wi).encode()).source_format == "sillytavern_world_info"
+
+
+def test_every_field_is_mapped_kept_or_reported() -> None:
+    doc = {
+        "entries": {
+            "0": st_entry(
+                0,
+                key=["/dragons?/i", "wyrm"],
+                keysecondary=["egg"],
+                selectiveLogic=2,
+                position=4,
+                depth=2,
+                role=2,
+                sticky=2,
+                delay=1,
+                group="beasts, fire",
+                groupOverride=True,
+                groupWeight=30,
+                useGroupScoring=True,
+                scanDepth=3,
+                matchWholeWords=True,
+                excludeRecursion=True,
+                delayUntilRecursion=2,
+                ignoreBudget=True,
+                vectorized=True,
+                matchPersonaDescription=True,
+                characterFilter={"isExclude": False, "names": ["Seraphina"], "tags": []},
+                brandNewField="x",
+                extensions={"somePlugin": {"on": True}},
+            )
+        }
+    }
+    report = parse_import(json.dumps(doc).encode())
+    entry = report.books[0].entries[0]
+    r = entry.rules
+    assert (r.secondary_keywords, r.selective_logic, r.regex_keys) == (["egg"], "not_any", True)
+    assert (r.position, r.depth, r.role, r.sticky, r.delay) == ("at_depth", 2, "assistant", 2, 1)
+    assert (r.groups(), r.group_override, r.group_weight, r.group_scoring) == (
+        ["beasts", "fire"],
+        True,
+        30,
+        True,
+    )
+    assert (r.scan_depth, r.match_whole_words, r.exclude_recursion) == (3, True, True)
+    assert (r.delay_until_recursion, r.ignore_budget) == (2, True)
+    text = "\n".join(report.warnings)
+    for reported in (
+        "vectorized=True is kept for export but not applied",
+        "matchPersonaDescription=True is kept for export but not applied",
+        "characterFilter=",
+        "unknown field brandNewField='x'",
+        "unknown field extensions.somePlugin",
+    ):
+        assert reported in text and "entry '0'" in text
+    assert r.source["brandNewField"] == "x"  # kept for export
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("probability", 150, "probability must be between 0 and 100"),
+        ("selectiveLogic", 7, "selectiveLogic must be between 0 and 3"),
+        ("position", 9, "position must be between 0 and 7"),
+        ("sticky", "long", "sticky must be an integer"),
+        ("matchWholeWords", "yes", "matchWholeWords must be true or false"),
+    ],
+)
+def test_bad_sillytavern_values_are_rejected_naming_the_field(
+    field: str, value: Any, message: str
+) -> None:
+    doc = {"entries": {"0": st_entry(0, key=["a"], **{field: value})}}
+    with pytest.raises(WorldBookDataError) as err:
+        parse_import(json.dumps(doc).encode())
+    assert any(message in p and "entry '0'" in p for p in err.value.problems), err.value.problems

@@ -11,6 +11,10 @@ def test_pure_core_imports_neither_sql_redis_nor_celery() -> None:
         "import sys\n"
         "import nekoflow.worldbook, nekoflow.worldbook.matcher, nekoflow.worldbook.automaton\n"
         "import nekoflow.worldbook.injector, nekoflow.worldbook.cooldowns, nekoflow.prompt\n"
+        "import nekoflow.worldbook.collect, nekoflow.worldbook.selection, nekoflow.worldbook.keys\n"
+        "import nekoflow.worldbook.placement, nekoflow.worldbook.budgets, nekoflow.tokens\n"
+        "import nekoflow.worldbook.st_import, nekoflow.worldbook.st_export\n"
+        "import nekoflow.worldbook.hits, nekoflow.worldbook.index, nekoflow.worldbook.texts\n"
         "bad = [m for m in ('redis', 'sqlalchemy', 'sqlmodel', 'celery') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )

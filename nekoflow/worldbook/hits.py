@@ -1,0 +1,125 @@
+"""A fired entry before ranking (:class:`Hit`) and a matched entry left out (:class:`Drop`).
+
+Plain objects with slots: a recall makes hundreds of them, models only for what it returns. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nekoflow.worldbook.models import (
+    ENTRY_TYPE_PRIORITY,
+    SOURCE_SCORES,
+    DroppedEntry,
+    WorldBook,
+    WorldBookEntry,
+)
+
+KEYWORD_SOURCES = ("user", "assistant_recent", "history")
+STICKY_SOURCE = "sticky"
+RECURSION_SOURCE = "recursion"
+#: Scores of the sources SillyTavern's semantics add (the seed's are in ``SOURCE_SCORES``).
+EXTRA_SCORES = {STICKY_SOURCE: 40, RECURSION_SOURCE: 10}
+_SOURCE_ORDER = {
+    s: n for n, s in enumerate(("user", "assistant_recent", "history", "scene_state", "sticky"))
+}
+
+
+def source_score(source: str) -> int:
+    """The score one fired source adds."""
+    score = SOURCE_SCORES.get(source)
+    return EXTRA_SCORES.get(source, 0) if score is None else score
+
+
+class Hit:
+    """A fired entry before ranking and budgets (cheap; models are built only for the winners)."""
+
+    __slots__ = (
+        "_rank",
+        "book",
+        "book_idx",
+        "entry",
+        "entry_idx",
+        "key_count",
+        "keywords",
+        "score",
+        "sources",
+        "sticky",
+    )
+
+    def __init__(
+        self,
+        book: WorldBook,
+        book_idx: int,
+        entry: WorldBookEntry,
+        entry_idx: int,
+        sources: list[str],
+        keywords: dict[str, list[str]],
+        key_count: int = 0,
+        sticky: bool = False,
+    ) -> None:
+        self.book = book
+        self.book_idx = book_idx
+        self.entry = entry
+        self.entry_idx = entry_idx
+        self.sources = sources
+        self.keywords = keywords
+        self.key_count = key_count
+        self.sticky = sticky
+        score = entry.priority + entry.weight
+        for s in sources:
+            score += source_score(s)
+        self.score = score
+        self._rank: tuple[int, int, int, int, int, int] | None = None
+
+    def rank(self, extra_score: int = 0) -> tuple[int, int, int, int, int, int]:
+        """Sort key: score, priority, entry-type rank (desc), content length (asc), order."""
+        if not extra_score and self._rank is not None:
+            return self._rank
+        e = self.entry
+        key = (
+            -(self.score + extra_score),
+            -e.priority,
+            -ENTRY_TYPE_PRIORITY.get(e.entry_type, 0),
+            len(e.content),
+            self.book_idx,
+            self.entry_idx,
+        )
+        if not extra_score:
+            self._rank = key
+        return key
+
+    def add_assistant(self, asst_kw: list[str]) -> None:
+        """Add the assistant_recent source (after the per-turn cap allowed it)."""
+        self.sources = sorted([*self.sources, "assistant_recent"], key=_SOURCE_ORDER.__getitem__)
+        self.keywords["assistant_recent"] = asst_kw
+        self.score += SOURCE_SCORES["assistant_recent"]
+        self._rank = None
+
+
+class Drop:
+    """A matched entry left out, and why (made into a :class:`DroppedEntry` only on request)."""
+
+    __slots__ = ("book", "entry", "extra", "reason")
+
+    def __init__(self, book: WorldBook, entry: WorldBookEntry, reason: str, extra: dict) -> None:
+        self.book = book
+        self.entry = entry
+        self.reason = reason
+        self.extra = extra
+
+    def model(self) -> DroppedEntry:
+        """The public :class:`DroppedEntry`."""
+        return DroppedEntry(
+            entry_id=self.entry.id,
+            entry_name=self.entry.name,
+            book_id=self.book.id,
+            book_name=self.book.name,
+            reason=self.reason,  # type: ignore[arg-type]
+            **self.extra,
+        )
+
+
+def dropped(book: WorldBook, entry: WorldBookEntry, reason: str, **extra: Any) -> Drop:
+    """A :class:`Drop` of ``entry`` of ``book``."""
+    return Drop(book, entry, reason, extra)

@@ -1,0 +1,191 @@
+"""A compiled book index and its scan: which keys of which entries occur in a text. Pure.
+
+Built by :func:`nekoflow.worldbook.automaton.compile_book` (see there for how and why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import ahocorasick
+
+from nekoflow.worldbook.keys import whole_word_in
+
+#: One keyword reference: (entry index in ``book.entries``, keyword index in ``entry.keywords``).
+KeywordRef = tuple[int, int]
+
+
+#: The refs of one pattern split for the scan: (primary keys, keys to confirm, secondary keys).
+PatternRefs = tuple[tuple[KeywordRef, ...], tuple[KeywordRef, ...], tuple[KeywordRef, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One automaton (case-insensitive or case-sensitive half) and its pattern → refs table."""
+
+    automaton: ahocorasick.Automaton | None
+    refs: tuple[tuple[KeywordRef, ...], ...]
+    groups: tuple[PatternRefs, ...] = ()
+
+    def pattern_ids(self, text: str) -> set[int]:
+        """Ids of the distinct patterns that occur in ``text``."""
+        if self.automaton is None or not text:
+            return set()
+        return {pid for _, pid in self.automaton.iter(utf8_view(text))}
+
+    def refs_in(self, text: str) -> list[tuple[KeywordRef, ...]]:
+        """The refs of every distinct pattern that occurs in ``text``."""
+        refs = self.refs
+        return [refs[pid] for pid in self.pattern_ids(text)]
+
+
+def _add(found: dict[int, set[int]], entry_idx: int, kw_idx: int) -> None:
+    keys = found.get(entry_idx)
+    if keys is None:
+        found[entry_idx] = {kw_idx}
+    else:
+        keys.add(kw_idx)
+
+
+#: How a candidate key is confirmed: ("regex", pattern) or ("word", key as compared).
+Verifier = tuple[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledBook:
+    """The keyword index of one book version, plus its always-on and scene-trigger entry lists.
+
+    Key indexes of an entry run over ``keywords`` then ``rules.secondary_keywords``.
+    """
+
+    entry_count: int
+    insensitive: _Side
+    sensitive: _Side
+    always_on: tuple[int, ...]
+    with_state_triggers: tuple[int, ...]
+    #: Keys confirmed after the automaton found their literal (regex keys, whole-word keys).
+    verify: dict[KeywordRef, Verifier] = field(default_factory=dict)
+    #: Regex keys without a required literal: run on every scan.
+    unfiltered: tuple[tuple[KeywordRef, Any], ...] = ()
+    #: Entry index → number of primary keywords (the rest of its key indexes are secondary).
+    primary_counts: tuple[int, ...] = ()
+    #: Entry id → entry index (sticky entries are looked up by id).
+    by_id: dict[str, int] = field(default_factory=dict)
+    #: Effective scan depth (entry's, else the book's; None = the engine's windows) → entries,
+    #: for the depths some entry uses; entries not listed use ``default_depth``.
+    depth_groups: dict[int | None, tuple[int, ...]] = field(default_factory=dict)
+    default_depth: int | None = None
+    #: Regex keys that hit the time limit: treated as not matching until the book changes (a
+    #: new version is a new index), so a hostile pattern costs one time-out per process.
+    hostile: set[KeywordRef] = field(default_factory=set)
+
+    def keyword_hits(
+        self,
+        text: str,
+        lowered: str,
+        *,
+        timeout: float = 0.05,
+        timed_out: list[KeywordRef] | None = None,
+    ) -> dict[int, set[int]]:
+        """Entry index → indexes of its non-empty keys found in ``text``.
+
+        ``lowered`` must be ``text.lower()`` (passed in so callers lower each text once).
+        Regex keys run for ``timeout`` seconds at most; one that times out counts as not found
+        and its ref is appended to ``timed_out``.
+        """
+        hits: dict[int, set[int]] = {}
+        verify = self.verify
+        for side, subject in ((self.insensitive, lowered), (self.sensitive, text)):
+            for refs in side.refs_in(subject):
+                for ref in refs:
+                    if verify:
+                        how = verify.get(ref)
+                        if how is not None and not _confirm(
+                            how, text, subject, timeout, ref, timed_out
+                        ):
+                            continue
+                    entry_idx, kw_idx = ref
+                    found = hits.get(entry_idx)
+                    if found is None:
+                        hits[entry_idx] = {kw_idx}
+                    else:
+                        found.add(kw_idx)
+        for ref, pattern in self.unfiltered:
+            if _confirm(("regex", pattern), text, text, timeout, ref, timed_out):
+                hits.setdefault(ref[0], set()).add(ref[1])
+        return hits
+
+    def scan(
+        self,
+        text: str,
+        lowered: str,
+        *,
+        timeout: float = 0.05,
+        timed_out: list[KeywordRef] | None = None,
+    ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+        """Like :meth:`keyword_hits`, split: (entry → primary keys, entry → secondary keys).
+
+        Only entries with a primary key found need looking at; secondary keys are looked up
+        for those. Plain keys cost no confirmation step.
+        """
+        primary: dict[int, set[int]] = {}
+        secondary: dict[int, set[int]] = {}
+        verify = self.verify
+        counts = self.primary_counts
+        for side, subject in ((self.insensitive, lowered), (self.sensitive, text)):
+            groups = side.groups
+            for pid in side.pattern_ids(subject):
+                plain, check, second = groups[pid]
+                for entry_idx, kw_idx in plain:
+                    keys = primary.get(entry_idx)
+                    if keys is None:
+                        primary[entry_idx] = {kw_idx}
+                    else:
+                        keys.add(kw_idx)
+                for entry_idx, kw_idx in second:
+                    keys = secondary.get(entry_idx)
+                    if keys is None:
+                        secondary[entry_idx] = {kw_idx}
+                    else:
+                        keys.add(kw_idx)
+                for ref in check:
+                    if ref in self.hostile:
+                        continue
+                    if _confirm(verify[ref], text, subject, timeout, ref, timed_out, self.hostile):
+                        entry_idx, kw_idx = ref
+                        _add(primary if kw_idx < counts[entry_idx] else secondary, *ref)
+        for ref, pattern in self.unfiltered:
+            if ref in self.hostile:
+                continue
+            if _confirm(("regex", pattern), text, text, timeout, ref, timed_out, self.hostile):
+                entry_idx, kw_idx = ref
+                _add(primary if kw_idx < counts[entry_idx] else secondary, *ref)
+        return primary, secondary
+
+
+def _confirm(
+    how: Verifier,
+    text: str,
+    subject: str,
+    timeout: float,
+    ref: KeywordRef,
+    timed_out: list[KeywordRef] | None,
+    hostile: set[KeywordRef] | None = None,
+) -> bool:
+    kind, value = how
+    if kind == "word":
+        return whole_word_in(value, subject)
+    try:
+        return value.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        if timed_out is not None:
+            timed_out.append(ref)
+        if hostile is not None:
+            hostile.add(ref)
+        return False
+
+
+def utf8_view(text: str) -> str:
+    """``text``'s UTF-8 bytes as a Latin-1 string (the form the automatons run on)."""
+    return text.encode("utf-8", "surrogatepass").decode("latin-1")

@@ -1,0 +1,191 @@
+"""Every lorebook and card book in the shared corpus: imported with nothing silently dropped,
+exported back to the same SillyTavern JSON, and firing as its author wrote it (issue 17)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from nekoflow.worldbook import WorldBook, WorldBookRecallContext, place_lore
+from nekoflow.worldbook.budgets import lore_recall_config
+from nekoflow.worldbook.errors import WorldBookDataError
+from nekoflow.worldbook.importers import ImportReport, card_json_from_png, parse_import
+from nekoflow.worldbook.matcher import recall
+from nekoflow.worldbook.st_export import export_book
+from nekoflow.worldbook.st_fields import FIELDS, is_unset
+from nekoflow.worldbook.store import WorldBookStore
+from tests.corpus import CORPUS
+
+BOOKS = [
+    "st_Eldoria.json",
+    "st_default_Seraphina.png",
+    "st_Toaru.json",
+    "st_KoboldAI_Sample.json",
+    "st_issue2009_not_any.json",
+    "lide_ai_v3.json",
+    "ossi_hogwarts_sillytavern.json",
+    "ossi_honkai_sillytavern.json",
+]
+NO_BOOK = ["st_Megumin_v1.png", "st_Aqua_v1.json", "st_default_CodingSensei.png"]
+TURN = lore_recall_config()
+
+
+def _raw(name: str) -> dict[str, Any]:
+    data = (CORPUS / name).read_bytes()
+    doc = card_json_from_png(data) if name.endswith(".png") else json.loads(data)
+    inner = doc.get("data") if isinstance(doc.get("data"), dict) else doc
+    return inner.get("character_book", doc)
+
+
+def _import(name: str) -> ImportReport:
+    return parse_import((CORPUS / name).read_bytes(), fallback_name=name, config=TURN)
+
+
+def _raw_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = doc["entries"]
+    return list(entries.values()) if isinstance(entries, dict) else list(entries)
+
+
+def test_corpus_lists_every_card_and_lorebook() -> None:
+    cards = {p.name for p in CORPUS.iterdir() if p.name.startswith(("st_", "lide_", "ossi_"))}
+    assert cards == set(BOOKS) | set(NO_BOOK)
+
+
+@pytest.mark.parametrize("name", BOOKS)
+def test_imports_with_nothing_silently_dropped(name: str) -> None:
+    report = _import(name)
+    [book] = report.books
+    raw = _raw(name)
+    assert len(book.entries) == len(_raw_entries(raw))
+    text = "\n".join(report.warnings)
+    for entry, source in zip(book.entries, _raw_entries(raw), strict=True):
+        # Every raw field is kept for export (content lives in the entry itself) …
+        assert {**entry.rules.source, "content": entry.content} == source
+        # … and each one nekoflow cannot apply, when set, is reported naming the entry.
+        ext = source.get("extensions") or {}
+        for spec in FIELDS:
+            if spec.kind != "unsupported":
+                continue
+            for where, value in ((spec.name, source.get(spec.name)), (spec.ext, ext.get(spec.ext))):
+                if where and not is_unset(value, spec.default):
+                    assert f"{where}={value!r}" in text
+    assert book.rules.source == {k: v for k, v in raw.items() if k != "entries"}
+
+
+@pytest.mark.parametrize("name", NO_BOOK)
+def test_cards_without_a_book_say_so(name: str) -> None:
+    with pytest.raises(WorldBookDataError, match="no character_book"):  # not "unknown format"
+        _import(name)
+
+
+@pytest.mark.parametrize("name", BOOKS)
+def test_export_round_trip_is_lossless(name: str) -> None:
+    [book] = _import(name).books
+    assert export_book(book) == _raw(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["st_Eldoria.json", "lide_ai_v3.json", "ossi_honkai_sillytavern.json"]
+)
+def test_round_trip_through_the_store(engine: Engine, name: str) -> None:
+    [book] = _import(name).books
+    store = WorldBookStore(engine)
+    [stored] = store.import_books([book])
+    assert stored.rules == book.rules and stored.entries == book.entries
+    assert export_book(stored) == _raw(name)
+    # An edit made in nekoflow shows in the export, in the entry's own style.
+    first = stored.entries[0]
+    store.update_entry(
+        stored.id, first.id, priority=7, rules={**first.rules.model_dump(), "sticky": 3}
+    )
+    edited = export_book(store.get(stored.id))  # type: ignore[arg-type]
+    entry = _raw_entries(edited)[0]
+    if "insertion_order" in entry and "order" not in entry:  # card style
+        assert (entry["insertion_order"], entry["extensions"]["sticky"]) == (7, 3)
+    else:
+        assert (entry["order"], entry["sticky"]) == (7, 3)
+
+
+def _fire(book: WorldBook, message: str, turn_id: str = "t") -> Any:
+    ctx = WorldBookRecallContext(latest_user_message=message, turn_id=turn_id)
+    return recall(ctx, [book], config=TURN)
+
+
+def test_seraphina_forest_fires_the_eldoria_entry() -> None:
+    [book] = _import("st_default_Seraphina.png").books
+    outcome = _fire(book, "Tell me about the forest")
+    first = outcome.results[0]
+    assert "eldoria" in first.entry.keywords and len(first.entry.content) == 1551
+    assert first.cut_to is None and first.matched_keywords == ["forest"]
+
+
+def test_chinese_v3_constant_entries_reach_the_prompt() -> None:
+    report = _import("lide_ai_v3.json")
+    [book] = report.books
+    constant = [e for e in book.entries if e.always_on and e.enabled]
+    outcome = _fire(book, "你好")
+    got = {r.entry.id for r in outcome.results}
+    assert got and got <= {e.id for e in constant}
+    # The one longer than the always budget is named at import, with what it needs.
+    long_ones = [e for e in constant if len(e.content) > TURN.max_always_chars]
+    for e in long_ones:
+        assert any(e.id in w and "needs" in w for w in report.warnings)
+    placement, _ = place_lore(outcome.results)
+    assert placement.before_char or placement.after_char or placement.at_depth
+
+
+def test_harry_potter_single_long_entry_fires_cut_to_its_book_budget() -> None:
+    [book] = _import("ossi_hogwarts_sillytavern.json").books
+    (result,) = _fire(book, "anything").results  # constant entry
+    assert result.cut_to is not None and 0 < result.cut_to < len(result.entry.content)
+    assert book.rules.token_budget == 500
+
+
+def test_honkai_no_entry_is_skipped_for_being_too_long() -> None:
+    """Each entry fires (whole, or cut to its budget when first in line); one skipped is skipped
+    only because entries ranked before it used the room it would have fitted in."""
+    [book] = _import("ossi_honkai_sillytavern.json").books
+    whole_tokens = min(TURN.max_total_tokens, book.rules.token_budget or TURN.max_total_tokens)
+    fired_alone = 0
+    for entry in book.entries:
+        if not entry.enabled or not entry.keywords:
+            continue
+        outcome = _fire(book, f"tell me about {entry.keywords[0]}")
+        fired = {r.entry.id for r in outcome.results}
+        fired_alone += entry.id in fired
+        for d in outcome.dropped:
+            assert d.reason == "over_budget"
+            limit = whole_tokens if d.unit == "tokens" else TURN.max_keyword_chars
+            assert d.needed is not None and d.needed <= limit, d
+    assert fired_alone >= 20
+
+
+def test_issue_2009_not_any_blocks_on_its_secondary_keys() -> None:
+    [book] = _import("st_issue2009_not_any.json").books
+    assert [r.entry.id for r in _fire(book, "我是龙胆").results] == [book.entries[0].id]
+    assert _fire(book, "我是龙胆,进入调制模式").results == []
+    assert _fire(book, "龙胆 some other rare word").results == []
+
+
+def test_lide_depth_entries_are_placed_at_depth() -> None:
+    [book] = _import("lide_ai_v3.json").books
+    at_depth = [e for e in book.entries if e.rules.position == "at_depth"]
+    assert len(at_depth) == 5 and all(e.rules.depth == 0 for e in at_depth)
+
+
+def test_edit_of_a_converted_entry_keeps_its_duplicates_in_step() -> None:
+    [book] = _import("ossi_honkai_sillytavern.json").books
+    entry = book.entries[0]
+    entry.keywords = ["Nazoza", "ghost town"]
+    entry.enabled = False
+    entry.priority = 5
+    out = _raw_entries(export_book(book))[0]
+    assert out["key"] == out["keys"] == ["Nazoza", "ghost town"]
+    assert (out["disable"], out["enabled"]) == (True, False)
+    assert out["order"] == out["insertion_order"] == out["priority"] == 5
+    [again] = parse_import(json.dumps(export_book(book)).encode(), config=TURN).books
+    assert again.entries[0].keywords == ["Nazoza", "ghost town"]
+    assert not again.entries[0].enabled and again.entries[0].priority == 5
