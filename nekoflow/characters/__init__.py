@@ -1,16 +1,18 @@
-"""Characters: adding, listing and importing SillyTavern character cards (V2/V3, JSON or PNG).
+"""Characters: adding, listing and importing SillyTavern character cards (V1/V2/V3, JSON or PNG).
 
-An imported card becomes a ``Role`` (name; description, personality, scenario and the card's
-system prompt as the profile; first message) and its ``character_book`` becomes a world book
-bound to the character. Initial relationship values may come from the card — under
-``data.extensions.nekoflow.relationship``, ``data.extensions.relationship`` or a top-level
-``relationship`` — with Chinese aliases (好感/好感度, 信任, 熟悉, 依赖, 安全感, 嫉妒) accepted;
-anything missing takes the defaults (affection 50, trust 50, familiarity 30, dependency 30,
-security 50, jealousy 0).
+An imported card becomes a ``Role`` whose ``card`` column keeps every field of the card
+(:mod:`nekoflow.characters.card`; the prompt is assembled from it, see
+``nekoflow.turns.prompting``), with a profile text for listings, and its ``character_book``
+becomes a world book bound to the character. Initial relationship values may come from the
+card — under ``data.extensions.nekoflow.relationship``, ``data.extensions.relationship`` or a
+top-level ``relationship`` — with Chinese aliases (好感/好感度, 信任, 熟悉, 依赖, 安全感, 嫉妒)
+accepted; anything missing takes the defaults (affection 50, trust 50, familiarity 30, dependency
+30, security 50, jealousy 0).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +20,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from nekoflow.characters.card import CardData, FieldNote, read_card
 from nekoflow.errors import InputError
 from nekoflow.storage.dialogue import Role
 from nekoflow.turns.characters import normalize_relationship
@@ -28,7 +31,7 @@ from nekoflow.worldbook.store import WorldBookStore
 
 
 class CharacterCard(BaseModel):
-    """What nekoflow takes from a character card."""
+    """What nekoflow takes from a character card: the whole card, the profile, the book."""
 
     name: str
     profile: str = ""
@@ -36,6 +39,8 @@ class CharacterCard(BaseModel):
     relationship: dict[str, int] = Field(default_factory=dict)
     book: WorldBook | None = None
     warnings: list[str] = Field(default_factory=list)
+    card: CardData
+    notes: list[FieldNote] = Field(default_factory=list)
 
 
 def _text(data: Mapping[str, Any], key: str) -> str:
@@ -44,7 +49,7 @@ def _text(data: Mapping[str, Any], key: str) -> str:
 
 
 def profile_from_card(data: Mapping[str, Any]) -> str:
-    """The profile prompt: system prompt, description, personality and scenario, labelled."""
+    """The profile text (for listings): system prompt, description, personality, scenario."""
     parts = []
     for key, label in (
         ("system_prompt", ""),
@@ -73,24 +78,28 @@ def _relationship_source(doc: Mapping[str, Any], data: Mapping[str, Any]) -> Map
     return {}
 
 
-def parse_card(raw: bytes) -> CharacterCard:
-    """Read a V2/V3 card from JSON or PNG bytes; a malformed card is an ``InputError``."""
+def card_document(raw: bytes) -> Mapping[str, Any]:
+    """The card's JSON object from JSON or PNG bytes (V3 ``ccv3`` chunk preferred)."""
     if is_png(raw):
         doc = card_json_from_png(raw)
     else:
-        import json
-
         try:
             doc = json.loads(raw.decode("utf-8-sig"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise InputError(f"not valid JSON: {exc}", field="file") from exc
     if not isinstance(doc, Mapping):
         raise InputError("a character card is a JSON object", field="file")
+    return doc
+
+
+def parse_card(raw: bytes) -> CharacterCard:
+    """Read a V1/V2/V3 card from JSON or PNG bytes; a malformed card is an ``InputError``."""
+    doc = card_document(raw)
+    card, notes = read_card(doc)
     data = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
-    name = _text(data, "name")
-    if not name:
-        raise InputError("the character card has no name", field="data.name")
     relationship = normalize_relationship(_relationship_source(doc, data))
+    if "relationship" in data or "relationship" in doc:
+        notes.append(FieldNote(field="relationship", status="mapped", note="initial relationship"))
     book = None
     warnings: list[str] = []
     if isinstance(data.get("character_book"), Mapping):
@@ -98,12 +107,14 @@ def parse_card(raw: bytes) -> CharacterCard:
         book = report.books[0]
         warnings = list(report.warnings)
     return CharacterCard(
-        name=name,
+        name=card.name,
         profile=profile_from_card(data),
-        first_message=_text(data, "first_mes"),
+        first_message=card.first_mes.strip(),
         relationship=relationship,
         book=book,
         warnings=warnings,
+        card=card,
+        notes=notes,
     )
 
 
@@ -144,28 +155,99 @@ def list_characters(engine: Engine) -> list[Role]:
         return list(s.exec(select(Role).order_by(col(Role.id))).all())
 
 
-def import_card(engine: Engine, raw: bytes) -> tuple[Role, WorldBook | None, list[str]]:
+class CardImport(BaseModel):
+    """What ``import_card_report`` did: the role, its book, the per-field notes, the warnings."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    role: Role
+    book: WorldBook | None = None
+    notes: list[FieldNote] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    updated: bool = False
+    removed_book: str | None = None
+
+
+def _store_book(engine: Engine, raw: bytes, book: WorldBook, book_id: str | None) -> WorldBook:
+    """Store the card's book; on an update it replaces the book the previous import made."""
+    store = WorldBookStore(engine)
+    if book_id is not None and store.get(book_id) is not None:
+        [book] = from_character_card(card_document(raw), book_id=book_id).books
+        [stored] = store.import_books([book], replace=True)
+        return stored
+    [stored] = store.import_books([book])
+    return stored
+
+
+def import_card_report(engine: Engine, raw: bytes, *, update: bool = False) -> CardImport:
+    """Create (or, with ``update``, refresh) the Role of a card and store its character book.
+
+    Everything is validated before anything is written. A name already taken is an
+    ``InputError`` unless ``update``: then the existing character keeps its id, conversations,
+    memories and per-scope relationships, and gets the new card, profile and initial
+    relationship; the world book of its previous import is replaced by the new card's book (or
+    removed when the new card has none). A new role is removed again if storing its book fails.
+    """
+    parsed = parse_card(raw)
+    card = parsed.card
+    with Session(engine, expire_on_commit=False) as s:
+        existing = s.exec(select(Role).where(Role.name == parsed.name)).first()
+    if existing is not None and not update:
+        raise InputError(
+            f"a character named {parsed.name!r} exists already (id {existing.id}); "
+            "import with --update to replace its card",
+            field="name",
+        )
+    if existing is None:
+        role = add_character(
+            engine, parsed.name, profile=parsed.profile, relationship=parsed.relationship
+        )
+        old_book = None
+    else:
+        role = existing
+        old_book = (existing.card or {}).get("book_id")
+    book = None
+    try:
+        if parsed.book is not None:
+            book = _store_book(engine, raw, parsed.book, old_book)
+            card.book_id = book.id
+    except InputError:
+        if existing is None:
+            with Session(engine) as s:
+                stored = s.get(Role, role.id)
+                if stored is not None:
+                    s.delete(stored)
+                    s.commit()
+        raise
+    removed = None
+    with Session(engine, expire_on_commit=False) as s:
+        row = s.get(Role, role.id)
+        assert row is not None
+        row.card = card.model_dump(mode="json")
+        row.profile_prompt = parsed.profile
+        row.initial_relationship = normalize_relationship(parsed.relationship)
+        s.add(row)
+        s.commit()
+        s.refresh(row)
+        role = row
+    if existing is not None and old_book and parsed.book is None:
+        removed = old_book if WorldBookStore(engine).delete(old_book) else None
+    return CardImport(
+        role=role,
+        book=book,
+        notes=parsed.notes,
+        warnings=parsed.warnings,
+        updated=existing is not None,
+        removed_book=removed,
+    )
+
+
+def import_card(
+    engine: Engine, raw: bytes, *, update: bool = False
+) -> tuple[Role, WorldBook | None, list[str]]:
     """Create the Role of a card and store its character book; all or nothing.
 
-    Everything is validated before anything is written; if storing the book fails, the role
-    is removed again.
+    See :func:`import_card_report` (which also returns the per-field notes).
     """
-    card = parse_card(raw)
-    profile = card.profile
-    if card.first_message:
-        profile = (
-            f"{profile}\n开场白:{card.first_message}" if profile else f"开场白:{card.first_message}"
-        )
-    role = add_character(engine, card.name, profile=profile, relationship=card.relationship)
-    if card.book is None:
-        return role, None, card.warnings
-    try:
-        [book] = WorldBookStore(engine).import_books([card.book])
-    except InputError:
-        with Session(engine) as s:
-            stored = s.get(Role, role.id)
-            if stored is not None:
-                s.delete(stored)
-                s.commit()
-        raise
-    return role, book, card.warnings
+    result = import_card_report(engine, raw, update=update)
+    return result.role, result.book, result.warnings
