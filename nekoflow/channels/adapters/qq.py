@@ -13,6 +13,11 @@ groups, user in private chats (config.ini may choose ``group_user``, which then 
 group numbers and QQ user numbers share one number space, so a bare number would put a private
 chat and a group into the same ``conversation``/``chat_user`` scope. ``group_id`` stays the bare
 group number (scope ``group`` → ``qq:group:{group_id}``). A ``face`` segment reads ``[表情]``.
+
+An empty ``message`` (``[]`` or ``""``) falls back to the CQ-code ``raw_message``. A message with
+no text, no attachment and no mention of the bot (e.g. only ``forward``/``json``/``mface``
+segments) is not a chat message: None. A file segment with a ``file_id`` (NapCat's group file)
+keeps that id as the attachment's ``file_id`` and ``file`` as its name.
 """
 
 from __future__ import annotations
@@ -118,18 +123,28 @@ class QQChannelAdapter(BaseChannelAdapter):
                 parts.append("[表情]")
             elif kind in _MEDIA_TYPES:
                 url = data.text("url") or None
-                file_id = data.text("file") or None
+                # NapCat's group file: ``file`` is the file name, ``file_id`` the real id
+                real_id = data.text("file_id") or None
+                file_id = real_id or data.text("file") or None
+                name = data.text("name") or data.text("file_name") or None
+                if real_id and not name:
+                    name = data.text("file") or None
                 attachments.append(
                     Attachment(
                         type=_MEDIA_TYPES[kind],
                         url=url,
                         file_id=file_id,
-                        name=data.text("name") or data.text("file_name") or None,
+                        name=name,
                         size=data.size("file_size"),
                         source="qq",
                         file=file_id or "",
                     )
                 )
+
+        if not "".join(parts).strip() and not attachments and not mentioned:
+            # nothing the adapter reads (empty, or only forward/json/mface… segments) and no
+            # mention of the bot: not a chat message (it would become a "…" turn)
+            return None
 
         sender = event.obj("sender")
         display_name = ""
@@ -180,6 +195,8 @@ class QQChannelAdapter(BaseChannelAdapter):
     @staticmethod
     def _segments(event: Fields) -> list[Fields]:
         message = event.raw("message")
+        if message in ([], "") and isinstance(event.raw("raw_message"), str):
+            message = None  # some implementations leave ``message`` empty: the text is here
         if message is None:
             message = event.raw("raw_message")
             key = "raw_message"

@@ -77,13 +77,23 @@ class TelegramChannelAdapter(BaseChannelAdapter):
             raise event.error("update_id", "is missing: not a Telegram Update")
 
         sender = message.obj("from")
-        if sender is not None and sender.flag("is_bot"):
-            return None
         chat = message.need("chat")
         chat_id = chat.ident("id", required=True)
         chat_type = chat.text("type", required=True)
         is_group = chat_type != "private"
         sender_chat = message.obj("sender_chat")
+        # An anonymous group admin writes as the group itself: ``from`` is the placeholder bot
+        # GroupAnonymousBot and ``sender_chat`` is the group. A person wrote it: not a bot.
+        anonymous_admin = (
+            sender is not None
+            and sender_chat is not None
+            and is_group
+            and sender_chat.ident("id") == chat_id
+        )
+        if sender is not None and sender.flag("is_bot") and not anonymous_admin:
+            return None
+        if anonymous_admin:
+            sender = None  # the placeholder bot's id is shared by every anonymous admin
 
         if message.has("text"):
             text, entities_key = message.text("text"), "entities"
@@ -99,7 +109,7 @@ class TelegramChannelAdapter(BaseChannelAdapter):
             display_name = full or sender.text("username")
         elif sender_chat is not None:
             user_id = sender_chat.ident("id", required=True)
-            display_name = sender_chat.text("title")
+            display_name = message.text("author_signature") or sender_chat.text("title")
         elif chat_type == "channel":
             user_id, display_name = chat_id, chat.text("title")
         else:
@@ -111,6 +121,8 @@ class TelegramChannelAdapter(BaseChannelAdapter):
 
         reply_to, reply_to_bot = self._reply(message)
         metadata: dict[str, Any] = {"chat_type": chat_type, "edited": key.startswith("edited")}
+        if anonymous_admin:
+            metadata["anonymous_admin"] = True
         if event.has("update_id"):
             metadata["update_id"] = event.integer("update_id")
         if reply_to:

@@ -1,0 +1,64 @@
+"""Pure delivery decisions: what to do with a chunk given its row and what the sender said."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from nekoflow.delivery.tables import ChunkStatus
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next step for one chunk."""
+
+    kind: Literal["skip", "send", "wait", "unknown", "failed"]
+    delay: float = 0.0
+
+
+def step_for_row(
+    status: str,
+    lease_until: datetime | None,
+    now: datetime,
+    *,
+    idempotent: bool,
+    resend_unconfirmed: bool,
+) -> Step:
+    """What to do with an outbox row found in ``status``.
+
+    - settled or handed over: ``skip`` (never sent again);
+    - pending: ``send``;
+    - sending with a live lease: another worker is on it, ``wait`` until the lease ends;
+    - sending with an expired lease (its worker died mid-call): ``send`` again when the platform
+      deduplicates by key or the operator chose at-least-once, else ``unknown`` (at most once).
+    """
+    if status == ChunkStatus.pending:
+        return Step("send")
+    if status == ChunkStatus.sending:
+        if lease_until is not None and lease_until > now:
+            return Step("wait", delay=(lease_until - now).total_seconds())
+        return Step("send") if idempotent or resend_unconfirmed else Step("unknown")
+    return Step("skip")
+
+
+def retry_delay(
+    attempt: int,
+    *,
+    retry_after: float | None,
+    base: float,
+    cap: float,
+    rng: random.Random | None = None,
+) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: the platform's ``retry_after`` when it
+    gave one (never less), else exponential backoff with full jitter, capped at ``cap``."""
+    if retry_after is not None and retry_after >= 0:
+        return float(retry_after)
+    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    return (rng or random).uniform(ceiling / 2, ceiling) if ceiling > 0 else 0.0
+
+
+def give_up(attempt: int, max_attempts: int) -> bool:
+    """True when ``attempt`` temporary failures are all a chunk gets."""
+    return attempt >= max_attempts

@@ -1,0 +1,1 @@
+"""Feishu (Lark): event decryption and signatures, tenant token, bot info, reply sender."""

@@ -1,0 +1,83 @@
+"""``nekoflow gateway onebot``: the reverse WebSocket server for NapCat / Lagrange / go-cqhttp."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+from rich.console import Console
+from rich.markup import escape
+
+from nekoflow.platforms.onebot.settings import OneBotSettings
+
+err_console = Console(stderr=True)
+console = Console()
+
+
+def _settings_or_exit() -> OneBotSettings:
+    try:
+        return OneBotSettings()
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
+            name = f"NEKOFLOW_ONEBOT_{loc.upper()}" if loc else "NEKOFLOW_ONEBOT_*"
+            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+        raise typer.Exit(2) from None
+    except SettingsError as exc:  # not even parseable (e.g. NEKOFLOW_ONEBOT_BOTS is not JSON)
+        match = re.search(r'field "([^"]+)"', str(exc))
+        name = f"NEKOFLOW_ONEBOT_{match.group(1).upper()}" if match else "NEKOFLOW_ONEBOT_*"
+        err_console.print(f"[red]invalid setting[/red] {escape(name)} cannot be parsed")
+        raise typer.Exit(2) from None
+
+
+def onebot_gateway_command(
+    port: Annotated[
+        int | None, typer.Option("--port", help="Listen port (default NEKOFLOW_ONEBOT_WS_PORT)")
+    ] = None,
+) -> None:
+    """Accept OneBot v11 reverse WebSockets; events become turns, replies go back on the socket."""
+    from nekoflow.platforms.onebot.gateway import OneBotGateway
+    from nekoflow.redis_client import make_redis
+    from nekoflow.settings import get_settings
+    from nekoflow.storage import create_all, make_engine
+    from tasks import enqueue_turn
+
+    settings = _settings_or_exit()
+    if port is not None:
+        settings = settings.model_copy(update={"ws_port": port})
+    ws_bots = [b.self_id for b in settings.bots if b.mode == "ws"]
+    if not ws_bots:
+        err_console.print(
+            "no reverse-WebSocket bot: set NEKOFLOW_ONEBOT_SELF_ID (or NEKOFLOW_ONEBOT_BOTS)"
+        )
+        raise typer.Exit(2)
+    base = get_settings()
+    engine = make_engine(base.database_url)
+    create_all(engine)
+
+    def submit(event: dict, self_id: str) -> object:
+        return enqueue_turn("qq", event, bot=self_id)
+
+    gateway = OneBotGateway(
+        engine, make_redis(base.redis_url), settings, submit, prefix=base.redis_prefix
+    )
+
+    def ready(bound: int) -> None:
+        url = f"ws://{settings.ws_host}:{bound}{settings.ws_path}"
+        console.print(
+            f"OneBot gateway listening on {escape(url)} for bot(s) {escape(', '.join(ws_bots))}"
+        )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await gateway.serve(stop, ready)
+
+    asyncio.run(main())

@@ -1,0 +1,153 @@
+"""OneBot v11 settings (``NEKOFLOW_ONEBOT_*``): reverse WebSocket, HTTP API and POST receiver.
+
+Several bots: ``NEKOFLOW_ONEBOT_BOTS`` is a JSON list of ``{"self_id", "mode", "access_token",
+"http_api_url", "http_api_token", "secret"}``; a single bot can be given with the shorthand
+``NEKOFLOW_ONEBOT_SELF_ID`` (its other values then come from the top-level settings). A bot's
+missing token, API URL or secret falls back to the top-level one. ``mode`` is ``ws`` (the bot
+connects to ``nekoflow gateway onebot``; replies go back on its socket) or ``http`` (events are
+POSTed to the API's event path; replies go through the implementation's HTTP API). Tokens and
+secrets are ``SecretStr``: never printed, logged or put in task arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_SELF_ID = re.compile(r"^[0-9]{1,20}$")
+
+
+def _check_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("must be an http(s):// URL")
+    return value.rstrip("/")
+
+
+def _check_path(value: str) -> str:
+    if not value.startswith("/") or " " in value:
+        raise ValueError("must be a path starting with '/'")
+    return value.rstrip("/") or "/"
+
+
+class OneBotBot(BaseModel):
+    """One QQ account behind a OneBot implementation, keyed by its QQ number (``self_id``)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    self_id: str
+    mode: Literal["ws", "http"] = "ws"
+    #: Reverse WS / HTTP API bearer token (falls back to ``NEKOFLOW_ONEBOT_ACCESS_TOKEN``).
+    access_token: SecretStr | None = None
+    #: ``http`` mode: the implementation's HTTP API (``POST {url}/send_msg``).
+    http_api_url: str | None = None
+    http_api_token: SecretStr | None = None
+    #: ``http`` mode: HMAC-SHA1 secret of ``X-Signature`` on POSTed events.
+    secret: SecretStr | None = None
+
+    @field_validator("self_id", mode="before")
+    @classmethod
+    def _self_id(cls, value: object) -> object:
+        value = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        if not isinstance(value, str) or not _SELF_ID.match(value):
+            raise ValueError("must be the bot's QQ number (digits)")
+        return value
+
+    @field_validator("http_api_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+
+class OneBotSettings(BaseSettings):
+    """OneBot integration settings, read from ``NEKOFLOW_ONEBOT_*``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NEKOFLOW_ONEBOT_", env_file=None, extra="ignore", hide_input_in_errors=True
+    )
+
+    bots: list[OneBotBot] = Field(default_factory=list)
+    # single-bot shorthand
+    self_id: str | None = None
+    mode: Literal["ws", "http"] = "ws"
+    #: Reverse WebSocket server of ``nekoflow gateway onebot`` (NapCat connects to it).
+    ws_host: str = "127.0.0.1"
+    ws_port: int = Field(default=6700, ge=0, le=65535)
+    ws_path: str = "/onebot/v11/ws"
+    #: Token every connecting bot must present (``Authorization: Bearer`` or ``?access_token=``).
+    access_token: SecretStr | None = None
+    #: The implementation's HTTP API (``http`` mode).
+    http_api_url: str | None = None
+    http_api_token: SecretStr | None = None
+    #: Where the API app receives POSTed events: ``{event_path}`` (self id from ``X-Self-ID``).
+    event_path: str = "/webhooks/onebot"
+    #: HMAC-SHA1 secret of ``X-Signature`` on POSTed events (unset: events are not signed).
+    secret: SecretStr | None = None
+    timeout: float = Field(default=10.0, gt=0)
+    connect_timeout: float = Field(default=5.0, gt=0)
+    #: Seconds the gateway waits for an action's echo before dropping the connection.
+    echo_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator(
+        "self_id", "access_token", "http_api_url", "http_api_token", "secret", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("http_api_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+    @field_validator("ws_path", "event_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return _check_path(value)
+
+    @model_validator(mode="after")
+    def _shorthand(self) -> OneBotSettings:
+        if self.self_id is not None:
+            if any(b.self_id == self.self_id for b in self.bots):
+                raise ValueError(f"self_id: {self.self_id!r} is also in bots")
+            self.bots = [OneBotBot(self_id=self.self_id, mode=self.mode), *self.bots]
+        resolved = []
+        for b in self.bots:
+            resolved.append(
+                b.model_copy(
+                    update={
+                        "access_token": b.access_token or self.access_token,
+                        "http_api_url": b.http_api_url or self.http_api_url,
+                        "http_api_token": b.http_api_token
+                        or self.http_api_token
+                        or b.access_token
+                        or self.access_token,
+                        "secret": b.secret or self.secret,
+                    }
+                )
+            )
+            if b.mode == "http" and not resolved[-1].http_api_url:
+                raise ValueError(f"bots: bot {b.self_id} in http mode needs http_api_url")
+        self.bots = resolved
+        ids = [b.self_id for b in self.bots]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"bots: duplicate self_id(s) {dupes}")
+        return self
+
+    def bot(self, self_id: str | None) -> OneBotBot | None:
+        """The bot with QQ number ``self_id``; None or "" means the first bot."""
+        if not self_id:
+            return self.bots[0] if self.bots else None
+        return next((b for b in self.bots if b.self_id == str(self_id)), None)
+
+
+@lru_cache(maxsize=1)
+def get_onebot_settings() -> OneBotSettings:
+    """This process's OneBot settings (from the environment, read once)."""
+    return OneBotSettings()

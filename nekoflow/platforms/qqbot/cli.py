@@ -1,0 +1,76 @@
+"""``nekoflow gateway qqbot``: hold the WebSocket gateway session of gateway-mode QQ bots."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+from nekoflow.platforms.qqbot.settings import QQBotSettings
+
+err_console = Console(stderr=True)
+console = Console()
+
+
+def _settings_or_exit() -> QQBotSettings:
+    try:
+        return QQBotSettings()
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
+            name = f"NEKOFLOW_QQBOT_{loc.upper()}" if loc else "NEKOFLOW_QQBOT_*"
+            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+        raise typer.Exit(2) from None
+
+
+def qqbot_gateway_command(
+    bot: Annotated[
+        list[str] | None, typer.Option("--bot", help="Bot name (repeatable); default: all")
+    ] = None,
+) -> None:
+    """Connect gateway-mode QQ bots to the QQ gateway (identify, heartbeat, resume)."""
+    from nekoflow.platforms.qqbot.gateway import QQBotGateway
+    from nekoflow.platforms.qqbot.sender import make_client
+
+    qq = _settings_or_exit()
+    unknown = sorted(set(bot or []) - {b.name for b in qq.bots})
+    if unknown:
+        err_console.print(f"[red]unknown bot[/red] {escape(', '.join(unknown))} (--bot)")
+        raise typer.Exit(2)
+    bots = [b for b in qq.bots if (not bot or b.name in bot) and b.mode == "gateway"]
+    if not bots:
+        err_console.print(
+            "no gateway-mode bot: set NEKOFLOW_QQBOT_APP_ID, NEKOFLOW_QQBOT_SECRET and "
+            "NEKOFLOW_QQBOT_MODE=gateway (or NEKOFLOW_QQBOT_BOTS)"
+        )
+        raise typer.Exit(2)
+    from nekoflow.settings import get_settings
+    from tasks import enqueue_turn
+
+    base = get_settings()
+
+    def submit(payload: dict, name: str) -> object:
+        return enqueue_turn("qqbot", payload, bot=name)
+
+    stop = threading.Event()
+    threads = []
+    for b in bots:
+        gateway = QQBotGateway(b, make_client(qq, b.name, base), submit)
+        t = threading.Thread(target=gateway.run, args=(stop,), name=f"qqbot-{b.name}", daemon=True)
+        t.start()
+        threads.append(t)
+    console.print(
+        f"QQ gateway for bot(s) {escape(', '.join(b.name for b in bots))} — Ctrl-C to stop"
+    )
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=1.0)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)

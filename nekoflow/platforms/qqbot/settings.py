@@ -1,0 +1,128 @@
+"""QQ official bot settings (``NEKOFLOW_QQBOT_*``): API base URLs, bots, webhook, gateway and
+the passive-reply rules.
+
+Several bots: ``NEKOFLOW_QQBOT_BOTS`` is a JSON list of ``{"name", "app_id", "secret", "mode",
+"intents"}``; a single bot can be given with ``NEKOFLOW_QQBOT_APP_ID`` / ``_SECRET`` / ``_MODE``
+/ ``_BOT_NAME``. Secrets are ``SecretStr``: never printed, logged or put in task arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+#: Gateway intents: GROUP_AND_C2C_EVENT (1<<25), DIRECT_MESSAGE (1<<12) and
+#: PUBLIC_GUILD_MESSAGES (1<<30): @bot and C2C/group/guild-DM messages a public bot receives.
+DEFAULT_INTENTS = (1 << 25) | (1 << 12) | (1 << 30)
+
+
+class QQBot(BaseModel):
+    """One QQ official bot: its name in nekoflow (URL path, ``bot=``), app id and secret."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    name: str = "default"
+    app_id: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z_-]+$")
+    #: The bot's AppSecret (console → 开发设置): signs webhooks and fetches access tokens.
+    secret: SecretStr
+    #: ``webhook`` (QQ calls the API app) or ``gateway`` (``nekoflow gateway qqbot`` holds a
+    #: WebSocket session).
+    mode: Literal["webhook", "gateway"] = "webhook"
+    intents: int = Field(default=DEFAULT_INTENTS, ge=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("must be 1-64 letters, digits, '_', '-' or '.'")
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class QQBotSettings(BaseSettings):
+    """QQ official bot integration settings, read from ``NEKOFLOW_QQBOT_*``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NEKOFLOW_QQBOT_", env_file=None, extra="ignore", hide_input_in_errors=True
+    )
+
+    #: OpenAPI base URL (the sandbox is ``https://sandbox.api.sgroup.qq.com``).
+    api_base_url: str = "https://api.sgroup.qq.com"
+    #: Where access tokens come from (``POST {appId, clientSecret}``).
+    token_url: str = "https://bots.qq.com/app/getAppAccessToken"
+    bots: list[QQBot] = Field(default_factory=list)
+    # single-bot shorthands
+    app_id: str | None = None
+    secret: SecretStr | None = None
+    mode: Literal["webhook", "gateway"] = "webhook"
+    bot_name: str = "default"
+    #: Where the API app listens for callbacks: ``{webhook_path}/{bot name}``.
+    webhook_path: str = "/webhooks/qqbot"
+    #: Passive replies are accepted this many seconds after the user's message (QQ: 5 min).
+    reply_window_seconds: float = Field(default=300.0, gt=0)
+    #: Passive replies per user message (QQ: 5); chunks beyond fail delivery.
+    max_replies: int = Field(default=5, ge=1)
+    #: Refresh an access token this many seconds before it expires.
+    token_margin_seconds: float = Field(default=60.0, ge=0)
+    timeout: float = Field(default=15.0, gt=0)
+    connect_timeout: float = Field(default=5.0, gt=0)
+
+    @field_validator("app_id", "secret", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("api_base_url", "token_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("must be an http(s):// URL")
+        return value.rstrip("/")
+
+    @field_validator("webhook_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not value.startswith("/") or " " in value:
+            raise ValueError("must be a path starting with '/'")
+        return value.rstrip("/") or "/"
+
+    @model_validator(mode="after")
+    def _shorthand(self) -> QQBotSettings:
+        if (self.app_id is None) != (self.secret is None):
+            raise ValueError("app_id and secret: set both or neither")
+        if self.app_id is not None and self.secret is not None:
+            if any(b.name == self.bot_name for b in self.bots):
+                raise ValueError(f"bot_name: {self.bot_name!r} is also in bots")
+            shorthand = QQBot(
+                name=self.bot_name, app_id=self.app_id, secret=self.secret, mode=self.mode
+            )
+            self.bots = [shorthand, *self.bots]
+        names = [b.name for b in self.bots]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"bots: duplicate name(s) {dupes}")
+        return self
+
+    def bot(self, name: str | None) -> QQBot | None:
+        """The bot called ``name``; None or "" means the first bot."""
+        if not name:
+            return self.bots[0] if self.bots else None
+        return next((b for b in self.bots if b.name == name), None)
+
+
+@lru_cache(maxsize=1)
+def get_qqbot_settings() -> QQBotSettings:
+    """This process's QQ bot settings (from the environment, read once)."""
+    return QQBotSettings()

@@ -1,0 +1,1 @@
+"""Telegram: Bot API client, sender, webhook route and the long-polling gateway."""

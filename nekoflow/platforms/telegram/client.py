@@ -1,0 +1,107 @@
+"""A small Telegram Bot API client over httpx (sync), with timeouts and classified errors.
+
+Every method is ``POST {api_base_url}/bot{token}/{method}`` with a JSON body; the answer is
+``{"ok": true, "result": …}`` or ``{"ok": false, "error_code": …, "description": …,
+"parameters": {"retry_after": …}}``. Errors become :class:`~nekoflow.delivery.base.RetryLater`
+(429 with ``retry_after``, 5xx, timeouts, connection errors) or
+:class:`~nekoflow.delivery.base.PermanentFailure` (400 chat not found, 403 blocked, 401 bad
+token…), with reasons in our own words plus the error code: never the description (free text)
+and never the URL (it holds the token).
+
+httpx was chosen for its explicit timeouts, connection pooling and pluggable transports; it is
+already a dependency (the OpenAI SDK uses it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from nekoflow.delivery.base import PermanentFailure, RetryLater
+
+# httpx logs every request URL at INFO level, and Bot API URLs contain the token.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+#: Known descriptions (lower case) → our reason words.
+_KNOWN: tuple[tuple[str, str], ...] = (
+    ("bot was blocked by the user", "bot blocked by the user"),
+    ("chat not found", "chat not found"),
+    ("user is deactivated", "user deactivated"),
+    ("bot was kicked", "bot removed from the chat"),
+    ("not enough rights", "bot lacks the rights to send"),
+    ("have no rights to send", "bot lacks the rights to send"),
+    ("message thread not found", "topic not found"),
+    ("group chat was upgraded to a supergroup", "group migrated to a supergroup"),
+    ("message is too long", "message too long"),
+    ("message text is empty", "empty message"),
+    ("unauthorized", "bad bot token"),
+    ("terminated by other getupdates", "another poller is running"),
+    ("webhook is active", "a webhook is set"),
+)
+
+
+class TelegramError(PermanentFailure):
+    """A Bot API call failed for good (carries the error code)."""
+
+    def __init__(self, reason: str, *, code: int | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+def classify(method: str, status: int, data: Any) -> Exception:
+    """The exception for a failed Bot API answer (``data`` = the parsed JSON body or None)."""
+    body = data if isinstance(data, dict) else {}
+    code = body.get("error_code")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else status
+    desc = str(body.get("description") or "").lower()
+    words = next((ours for theirs, ours in _KNOWN if theirs in desc), None)
+    reason = f"telegram {method}: error {code}" + (f" ({words})" if words else "")
+    params = body.get("parameters") if isinstance(body.get("parameters"), dict) else {}
+    if code == 429:
+        retry_after = params.get("retry_after")
+        ok = isinstance(retry_after, int | float) and not isinstance(retry_after, bool)
+        return RetryLater(reason, retry_after=float(retry_after) if ok else None)
+    if code >= 500 or code == 408:
+        return RetryLater(reason)
+    return TelegramError(reason, code=code)
+
+
+class BotApiClient:
+    """Calls one bot's Bot API methods; ``transport`` lets tests plug in an httpx transport."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = "https://api.telegram.org",
+        timeout: float = 15.0,
+        connect_timeout: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._prefix = f"{base_url.rstrip('/')}/bot{token}/"
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self._http = httpx.Client(timeout=self._timeout, transport=transport)
+
+    def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Call ``method``; the ``result`` on success, else RetryLater / TelegramError."""
+        req_timeout = self._timeout if timeout is None else httpx.Timeout(timeout, connect=5.0)
+        try:
+            resp = self._http.post(self._prefix + method, json=params, timeout=req_timeout)
+        except httpx.TimeoutException:
+            raise RetryLater(f"telegram {method}: timeout") from None
+        except httpx.TransportError:
+            raise RetryLater(f"telegram {method}: connection error") from None
+        try:
+            data = resp.json()
+        except ValueError:
+            data = None
+        if resp.status_code == 200 and isinstance(data, dict) and data.get("ok") is True:
+            return data.get("result")
+        raise classify(method, resp.status_code, data)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
