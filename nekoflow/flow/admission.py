@@ -1,0 +1,98 @@
+"""Admission of a message into the turn pipeline: rate limits, then the scope's on_busy policy.
+
+Runs in ``submit_turn`` after the dispatcher accepted a message and before a ``TurnRun`` is
+written — like a Dramatiq middleware's before-hook: it decides, the enqueuer acts. The
+decision is one of: make a new turn (with a debounce window under ``merge``), merge into the
+scope's queued turn, or skip with a reason (``rate_limited``, ``busy``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from nekoflow.channels import ChatRequest
+from nekoflow.delivery.base import RateLimit
+from nekoflow.delivery.ratelimit import RateLimiter
+from nekoflow.flow import store as flow_store
+from nekoflow.flow.limits import acquire
+from nekoflow.flow.policy import FlowPolicy, OnBusy, Rate
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What to do with an accepted message."""
+
+    kind: Literal["new", "merged", "skipped"]
+    turn_id: str | None = None
+    reason: str | None = None
+    not_before: datetime | None = None
+    #: The running turn this message superseded (``on_busy = interrupt``), if any.
+    superseded: str | None = None
+    #: Write the turn with ``create_or_merge``: join the scope's queued turn if it has one.
+    merge: bool = False
+    #: Skipped ``rate_limited``, and this message is the window's one to get the channel's
+    #: ``rate_limit_reply``.
+    notice: bool = False
+
+
+def rate_limits(policy: FlowPolicy, channel: str, req: ChatRequest) -> list[RateLimit]:
+    """The limits a message counts against: its user, its group and its channel."""
+
+    def limit(rate: Rate | None, key: str) -> list[RateLimit]:
+        if rate is None:
+            return []
+        return [RateLimit(key=f"flow:{key}", count=rate.count, period=rate.period)]
+
+    user = req.user_id or (req.sender.user_id if req.sender else "") or ""
+    out = limit(policy.rate_limit_channel, f"channel:{channel}")
+    if req.group_id:
+        out += limit(policy.rate_limit_group, f"group:{channel}:{req.group_id}")
+    if user:
+        out += limit(policy.rate_limit_user, f"user:{channel}:{user}")
+    return out
+
+
+def admit(
+    engine: Any,
+    limiter: RateLimiter,
+    policy: FlowPolicy,
+    *,
+    channel: str,
+    scope_id: str,
+    req: ChatRequest,
+    dedupe_key: str | None,
+    notice: bool = False,
+) -> Admission:
+    """Decide what becomes of an accepted message of ``scope_id``.
+
+    ``notice``: the caller would send the channel's ``rate_limit_reply`` to a message refused by
+    a rate limit; the admission then says whether this message is the window's one to get it.
+    """
+    limits = rate_limits(policy, channel, req)
+    if policy.on_busy == OnBusy.queue and not limits:
+        return Admission("new")  # today's behaviour: the insert's unique key dedupes for free
+    # A redelivered webhook: the message already has a turn (its own or the one it joined).
+    known = flow_store.merged_turn_for(engine, dedupe_key)
+    if known is not None:
+        return Admission("merged", turn_id=known)
+    if limits:
+        verdict = acquire(limiter, limits, notice=notice and bool(policy.rate_limit_reply))
+        if verdict.wait > 0:
+            return Admission("skipped", reason="rate_limited", notice=verdict.notice)
+    if policy.on_busy == OnBusy.reject and flow_store.scope_busy(engine, scope_id):
+        return Admission("skipped", reason="busy")
+    superseded = None
+    if policy.on_busy == OnBusy.interrupt:
+        # The running turn gives way (unless past apply_deltas); the new message then joins a
+        # queued turn or starts one — which answers both, the old message being in the history.
+        superseded = flow_store.supersede_running(engine, scope_id)
+    if policy.on_busy in (OnBusy.merge, OnBusy.interrupt):
+        # Join the scope's queued turn or start one — decided under the scope's lock when the
+        # turn row is written (``flow.store.create_or_merge``), so a concurrent burst is one turn.
+        not_before = None
+        if policy.debounce_seconds and policy.on_busy == OnBusy.merge:
+            not_before = datetime.now(UTC) + timedelta(seconds=policy.debounce_seconds)
+        return Admission("new", not_before=not_before, superseded=superseded, merge=True)
+    return Admission("new", superseded=superseded)

@@ -1,0 +1,202 @@
+"""SQL side of conversation flow: merging a message into its scope's queued turn, busy checks.
+
+The merge and the turn's claim (``nekoflow.turns.store.claim_run``) are both conditional
+UPDATEs of the turn row while it is ``queued``, so they serialise on that row (a row lock on
+PostgreSQL, the write lock on SQLite): a message is merged into a turn before the turn starts
+or not at all — then it becomes a turn of its own. Nothing is lost or answered twice.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import and_, func, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from nekoflow.flow.policy import FlowPolicy
+from nekoflow.storage import read_session
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.turns import FINISHED, TurnMessage, TurnRun, TurnStatus
+
+_RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
+_MSG: Any = TurnMessage.__table__  # type: ignore[attr-defined]
+
+
+def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
+    """The turn a platform message already belongs to — its own turn or the one it was merged
+    into — when the platform redelivers it; None for a new message (one Core statement)."""
+    if not dedupe_key:
+        return None
+    own = sa_select(_RUN.c.turn_id).where(_RUN.c.dedupe_key == dedupe_key).scalar_subquery()
+    merged = sa_select(_MSG.c.turn_id).where(_MSG.c.dedupe_key == dedupe_key).scalar_subquery()
+    with engine.connect() as conn:
+        return conn.execute(sa_select(func.coalesce(own, merged))).scalar()
+
+
+def create_or_merge(
+    engine: Engine, run: TurnRun, policy: FlowPolicy
+) -> tuple[TurnRun | None, str | None]:
+    """``on_busy = merge``/``interrupt``: in one transaction holding the scope's counter lock,
+    merge the message into the scope's queued turn, or else insert ``run`` as a new turn.
+
+    Returns ``(new_row, None)`` or ``(None, merged_into_turn_id)``. The lock serialises every
+    creator of the scope's turns, so concurrent first messages of a burst still become one turn.
+    """
+    from nekoflow.turns.store import _next_seq
+
+    assert run.scope_id is not None
+    with Session(engine, expire_on_commit=False) as s:
+        seq = _next_seq(s, run.scope_id)  # the scope's lock until this transaction ends
+        target = s.exec(
+            select(TurnRun)
+            .where(TurnRun.scope_id == run.scope_id, TurnRun.status == TurnStatus.queued.value)
+            .order_by(col(TurnRun.seq).desc())
+            .limit(1)
+        ).first()
+        if target is not None:
+            now = utcnow()
+            first = target.created_at.replace(tzinfo=target.created_at.tzinfo or UTC)
+            until = policy.debounce_until(first.timestamp(), now.timestamp())
+            not_before = datetime.fromtimestamp(until, UTC) if policy.debounce_seconds else None
+            res = s.exec(  # type: ignore[call-overload]
+                update(TurnRun)
+                .where(
+                    and_(
+                        TurnRun.turn_id == target.turn_id,
+                        TurnRun.status == TurnStatus.queued.value,
+                    )
+                )
+                .values(not_before=not_before, updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+            if res.rowcount == 1:
+                s.add(
+                    TurnMessage(
+                        turn_id=target.turn_id, dedupe_key=run.dedupe_key, request=run.request
+                    )
+                )
+                try:
+                    s.commit()
+                    return None, target.turn_id
+                except IntegrityError:  # the same platform message, merged concurrently
+                    s.rollback()
+                    return None, merged_turn_for(engine, run.dedupe_key)
+        row = TurnRun.model_validate(run.model_dump())
+        row.seq = seq
+        s.add(row)
+        try:
+            s.commit()
+        except IntegrityError:  # the same platform message, enqueued concurrently: theirs
+            s.rollback()
+            return None, merged_turn_for(engine, run.dedupe_key)
+        return row, None
+
+
+def merged_requests(
+    engine: Engine, turn_id: str, session: Session | None = None
+) -> list[tuple[dict[str, Any], datetime]]:
+    """The requests merged into ``turn_id`` and when each arrived, in arrival order (read in
+    ``session``'s transaction when given)."""
+    stmt = (
+        select(TurnMessage.request, TurnMessage.created_at)
+        .where(TurnMessage.turn_id == turn_id)
+        .order_by(col(TurnMessage.id))
+    )
+    if session is not None:
+        rows = session.exec(stmt).all()
+    else:
+        with read_session(engine) as s:
+            rows = s.exec(stmt).all()
+    return [(dict(r), at) for r, at in rows]
+
+
+def scope_busy(engine: Engine, scope_id: str) -> bool:
+    """True when ``scope_id`` has a turn that is queued or running."""
+    with read_session(engine) as s:
+        n = s.exec(
+            select(func.count())
+            .select_from(TurnRun)
+            .where(
+                TurnRun.scope_id == scope_id,
+                col(TurnRun.status).not_in(list(FINISHED)),
+            )
+        ).one()
+    return bool(n)
+
+
+def supersede_running(engine: Engine, scope_id: str) -> str | None:
+    """``on_busy = interrupt``: end the scope's running turn as ``superseded`` unless its deltas
+    are applied; returns its id (None when there is nothing to supersede).
+
+    In one transaction: the status flips only while the turn is still ``running`` (the same row
+    ``apply_deltas`` re-checks under its lock, so a turn past apply is never undone), its user
+    line(s) are kept in the dialogue tree, and a reply it already wrote is left on an inactive
+    branch (the active leaf goes back to its last user line). The turn's chain stops at its next
+    stage; nothing is applied or sent. A turn still being dispatched is not superseded (the new
+    message queues behind it).
+    """
+    from nekoflow.memory.history import _lock_save, _turn_lines, set_active_leaf, write_turn
+    from nekoflow.storage.turns import DeltaLedger, TurnStage
+    from nekoflow.turns.models import DispatchResult
+
+    with Session(engine) as s:
+        run = s.exec(
+            select(TurnRun)
+            .where(TurnRun.scope_id == scope_id, TurnRun.status == TurnStatus.running.value)
+            .order_by(col(TurnRun.seq))
+            .limit(1)
+        ).first()
+        if run is None:
+            return None
+        stored = s.get(TurnStage, (run.turn_id, "dispatch"))
+        if stored is None:
+            return None
+        d = DispatchResult.model_validate(stored.result)
+        # Lock order as memory_build has it — the save, then the turn row — so the two never
+        # deadlock (memory_build writes the lines under the save lock, then its stage result).
+        _lock_save(s, d.save_id)
+        applied = select(DeltaLedger.turn_id).where(DeltaLedger.turn_id == run.turn_id).exists()
+        now = utcnow()
+        res = s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(
+                and_(
+                    TurnRun.turn_id == run.turn_id,
+                    TurnRun.status == TurnStatus.running.value,
+                    ~applied,
+                )
+            )
+            .values(
+                status=TurnStatus.superseded.value,
+                reason="superseded",
+                rendered=[],
+                finished_at=now,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if res.rowcount != 1:
+            s.rollback()
+            return None
+        from nekoflow.turns.stages import _request, _user_lines
+
+        lines = write_turn(
+            s,
+            save_id=d.save_id,
+            turn_id=run.turn_id,
+            user_lines=_user_lines(_request(run), d),
+            reply_segments=[],
+            role_id=d.role_id,
+            display_name=d.role_name,
+            now=d.sent_at,
+        )
+        users = [ln for ln in lines if ln.attribute == "user" and ln.id is not None]
+        written = _turn_lines(s, d.save_id, run.turn_id)
+        if users and any(ln.attribute == "assistant" for ln in written):
+            set_active_leaf(s, d.save_id, users[-1].id)  # type: ignore[arg-type]
+        s.commit()
+        return run.turn_id

@@ -1,0 +1,99 @@
+"""What a turn's model calls cost: usage rows stored with the stage result, quota checks.
+
+Kept beside the stages so they stay about the turn; the rows and counters live in
+``nekoflow.usage`` (the ledger in SQL, today's totals in Redis).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlmodel import Session
+
+from nekoflow.observability import hooks
+from nekoflow.redact import safe_error
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.errors import TurnSkipped
+from nekoflow.turns.models import DispatchResult
+from nekoflow.usage.meter import UsageEntry
+from nekoflow.usage.store import add_usage, today, tokens_today
+
+log = logging.getLogger(__name__)
+
+
+class TurnUsage:
+    """The usage rows a stage paid for: added to the stage's transaction (only when its result
+    is the one kept), then counted in the quota counters once committed."""
+
+    def __init__(
+        self, run: TurnRun, d: DispatchResult, kind: str, entries: list[UsageEntry]
+    ) -> None:
+        self.run, self.d, self.kind, self.entries = run, d, kind, entries
+        self.added = False
+
+    def dims(self) -> list[tuple[str, str]]:
+        """The quota dimensions this usage counts against."""
+        d = self.d
+        pairs = [("scope", d.scope_id), ("user", d.user_id), ("channel", self.run.channel)]
+        return [*pairs, ("character", str(d.role_id))]
+
+    def __call__(self, s: Session) -> None:
+        self.added = bool(
+            add_usage(
+                s,
+                self.entries,
+                kind=self.kind,
+                turn_id=self.run.turn_id,
+                channel=self.run.channel,
+                scope_id=self.d.scope_id,
+                user_id=self.d.user_id,
+                character=str(self.d.role_id),
+            )
+        )
+
+    def count(self, deps: TurnDeps) -> None:
+        """After the commit: add the tokens to today's quota counters (best effort)."""
+        if self.added:
+            hooks.usage(
+                self.kind, [(e.model, e.prompt_tokens, e.completion_tokens) for e in self.entries]
+            )
+        counters = deps.quota_counters
+        if not self.added or counters is None:
+            return
+        tokens = sum(e.prompt_tokens + e.completion_tokens for e in self.entries)
+        try:
+            counters.add(today(), [(k, v) for k, v in self.dims() if v], tokens)
+        except Exception as exc:  # SQL holds the record; the counter refills from it
+            log.warning("could not count quota usage (%s)", safe_error(exc))
+
+
+def check_quota(
+    deps: TurnDeps, channel: str, *, scope: str, user: str, character: str
+) -> str | None:
+    """None when the turn may call its model; the channel's ``quota_fallback_model`` when a
+    daily token quota of this scope, user, channel or character is used up and one is set;
+    else raise :class:`TurnSkipped` (``quota_exceeded``). Redis counters, SQL fallback."""
+    policy = deps.flow.for_channel(channel)
+    quotas = policy.quotas(scope=scope, user=user, channel=channel, character=character)
+    if not quotas:
+        return None
+    day = today()
+    cached: list[int | None] = [None] * len(quotas)
+    counters = deps.quota_counters
+    if counters is not None:
+        try:
+            cached = counters.get(day, [(dim, value) for dim, _, value in quotas])
+        except Exception as exc:
+            log.warning("quota counters unavailable (%s); reading SQL", safe_error(exc))
+            counters = None
+    for (dim, limit, value), used in zip(quotas, cached, strict=True):
+        if used is None:
+            used = tokens_today(deps.engine, dim, value, day=day)
+            if counters is not None:
+                counters.seed(day, dim, value, used)
+        if used >= limit:
+            if policy.quota_fallback_model:
+                return policy.quota_fallback_model
+            raise TurnSkipped("quota_exceeded")
+    return None

@@ -1,0 +1,1 @@
+"""LLM token usage: metering every model call, daily quotas, and cost from a price table."""

@@ -1,0 +1,63 @@
+"""``nekoflow usage``: tokens and cost by day, channel, character, scope, model or kind."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from nekoflow.settings import get_settings
+from nekoflow.storage import get_engine
+from nekoflow.usage.store import GroupBy, usage_report
+
+console = Console()
+
+
+def usage_command(
+    by: Annotated[
+        str, typer.Option(help="Group by day, channel, character, scope, model or kind.")
+    ] = "day",
+    since: Annotated[str | None, typer.Option(help="First UTC day, YYYY-MM-DD.")] = None,
+    until: Annotated[str | None, typer.Option(help="Last UTC day, YYYY-MM-DD.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost."""
+    if by not in ("day", "channel", "character", "scope", "model", "kind"):
+        console.print(f"--by: expected day, channel, character, scope, model or kind; got {by!r}")
+        raise typer.Exit(2)
+    try:
+        first = date.fromisoformat(since) if since else None
+        last = date.fromisoformat(until) if until else None
+    except ValueError:
+        console.print("--since/--until: expected a day as YYYY-MM-DD")
+        raise typer.Exit(2) from None
+    group: GroupBy = by  # type: ignore[assignment]
+    rows = usage_report(
+        get_engine(), by=group, since=first, until=last, prices=get_settings().llm_prices
+    )
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table()
+    for name in (by, "calls", "prompt", "completion", "total", "cost"):
+        table.add_column(name, justify="left" if name == by else "right")
+    for row in rows:
+        cost = "—" if row["cost"] is None else f"{row['cost']:.4f}"
+        table.add_row(
+            escape(row[by]),
+            str(row["calls"]),
+            str(row["prompt_tokens"]),
+            str(row["completion_tokens"]),
+            str(row["total_tokens"]),
+            cost,
+        )
+    console.print(table)
+    unpriced = sorted({m for row in rows for m in row["unpriced"]})
+    if unpriced:
+        console.print(f"no price for: {escape(', '.join(unpriced))} (set NEKOFLOW_LLM_PRICES)")

@@ -1,0 +1,139 @@
+"""SQL side of usage: recording calls, today's totals for quotas, and the usage report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from nekoflow.storage import read_session
+from nekoflow.storage.usage import LLMUsage
+from nekoflow.usage.meter import UsageEntry
+from nekoflow.usage.prices import Price, cost
+
+GroupBy = Literal["day", "channel", "character", "scope", "model", "kind"]
+"""What the usage report groups by."""
+
+_GROUP_COLUMNS: dict[str, Any] = {
+    "day": LLMUsage.day,
+    "channel": LLMUsage.channel,
+    "character": LLMUsage.character,
+    "scope": LLMUsage.scope_id,
+    "model": LLMUsage.model,
+    "kind": LLMUsage.kind,
+}
+
+
+def today(now: datetime | None = None) -> str:
+    """The UTC day quotas count in, ``YYYY-MM-DD``."""
+    return (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
+
+
+def add_usage(
+    session: Session,
+    entries: Iterable[UsageEntry],
+    *,
+    kind: str,
+    turn_id: str | None,
+    channel: str = "",
+    scope_id: str = "",
+    user_id: str = "",
+    character: str = "",
+) -> int:
+    """Add usage rows in the caller's transaction (committed with the work they paid for)."""
+    day = today()
+    n = 0
+    for n, entry in enumerate(entries, start=1):
+        session.add(
+            LLMUsage(
+                day=day,
+                kind=kind,
+                turn_id=turn_id,
+                n=n,
+                channel=channel,
+                scope_id=scope_id,
+                user_id=user_id[:200],
+                character=character,
+                model=entry.model[:200],
+                prompt_tokens=entry.prompt_tokens,
+                completion_tokens=entry.completion_tokens,
+            )
+        )
+    return n
+
+
+def tokens_today(engine: Engine, dimension: str, value: str, *, day: str | None = None) -> int:
+    """Prompt + completion tokens recorded today for ``dimension`` (scope, user, channel or
+    character) = ``value``."""
+    column = {
+        "scope": LLMUsage.scope_id,
+        "user": LLMUsage.user_id,
+        "channel": LLMUsage.channel,
+        "character": LLMUsage.character,
+    }[dimension]
+    stmt = sa_select(
+        func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0)
+    ).where(LLMUsage.day == (day or today()), column == value)
+    with engine.connect() as conn:  # Core, no ORM session: this runs before every LLM call
+        return int(conn.execute(stmt).scalar_one())
+
+
+def usage_report(
+    engine: Engine,
+    *,
+    by: GroupBy = "day",
+    since: date | None = None,
+    until: date | None = None,
+    prices: Mapping[str, Price] | None = None,
+) -> list[dict[str, Any]]:
+    """Calls and tokens grouped by ``by`` (and model, for pricing), with the cost when every
+    model in the group has a price (else ``cost`` is None and ``unpriced`` lists the models)."""
+    key = _GROUP_COLUMNS[by]
+    query = select(
+        key,
+        LLMUsage.model,
+        func.count(),
+        func.sum(LLMUsage.prompt_tokens),
+        func.sum(LLMUsage.completion_tokens),
+    ).group_by(key, LLMUsage.model)
+    if since is not None:
+        query = query.where(col(LLMUsage.day) >= since.isoformat())
+    if until is not None:
+        query = query.where(col(LLMUsage.day) <= until.isoformat())
+    with read_session(engine) as s:
+        rows = s.exec(query).all()
+    out: dict[str, dict[str, Any]] = {}
+    for group, model, calls, prompt, completion in rows:
+        row = out.setdefault(
+            str(group),
+            {
+                by: str(group),
+                "calls": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "total_tokens": 0,
+                "cost": 0.0,
+                "unpriced": [],
+            },
+        )
+        prompt, completion = int(prompt or 0), int(completion or 0)
+        row["calls"] += int(calls)
+        row["prompt_tokens"] += prompt
+        row["completion_tokens"] += completion
+        row["total_tokens"] += prompt + completion
+        price = cost(prices or {}, model, prompt, completion)
+        if price is None:
+            row["unpriced"].append(model)
+        elif row["cost"] is not None:
+            row["cost"] += price
+    for row in out.values():
+        if row["unpriced"]:
+            row["cost"] = None
+        else:
+            row["cost"] = round(row["cost"], 6)
+    return [out[k] for k in sorted(out)]
