@@ -25,6 +25,7 @@ from nekoflow.llm.base import (
 )
 from nekoflow.llm.factory import make_chat_model
 from nekoflow.llm.scripted import SCRIPTED_MODEL_NAME, ScriptedChatModel, format_segment
+from nekoflow.llm.streaming import StreamingChatModel, TokenSink, complete_streaming
 
 if TYPE_CHECKING:
     from nekoflow.llm.openai_client import (
@@ -61,6 +62,9 @@ __all__ = [
     "Message",
     "OpenAIChatModel",
     "ScriptedChatModel",
+    "StreamingChatModel",
+    "TokenSink",
+    "complete_streaming",
     "content_text",
     "format_segment",
     "make_chat_model",

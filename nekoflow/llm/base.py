@@ -84,6 +84,8 @@ class ChatResult(BaseModel):
     completion_tokens: int | None = Field(default=None, ge=0)
     finish_reason: str | None = None
     latency_ms: float = Field(default=0.0, ge=0)
+    #: Streamed calls: milliseconds from the request to the first text delta (else None).
+    first_token_ms: float | None = Field(default=None, ge=0)
 
     @property
     def total_tokens(self) -> int | None:
@@ -94,13 +96,22 @@ class ChatResult(BaseModel):
 
 
 class LLMError(NekoflowError):
-    """A chat-model call failed; ``retryable`` says whether another attempt may succeed."""
+    """A chat-model call failed; ``retryable`` says whether another attempt may succeed.
+
+    The message (``str(exc)``) is built from our own words, the error class and the HTTP status
+    only, so it is safe to show in Flower, logs and ``TurnRun.reason``. What the server said
+    (which may quote the prompt: some gateways echo the input) is kept apart in ``detail`` and
+    goes only to the opt-in debug log (``NEKOFLOW_DEBUG_LOG``).
+    """
 
     retryable: bool = False
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, detail: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.detail = detail
 
 
 class LLMTimeoutError(LLMError):
@@ -121,9 +132,14 @@ class LLMRateLimitError(LLMError):
     retryable = True
 
     def __init__(
-        self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status_code: int | None = 429,
+        retry_after: float | None = None,
+        detail: str | None = None,
     ) -> None:
-        super().__init__(message, status_code=status_code)
+        super().__init__(message, status_code=status_code, detail=detail)
         self.retry_after = retry_after
 
 

@@ -8,14 +8,11 @@ messages never contain the API key.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,176 +26,41 @@ from nekoflow.llm.base import (
     LLMClientError,
     LLMConnectionError,
     LLMError,
-    LLMRateLimitError,
-    LLMServerError,
     LLMTimeoutError,
     Message,
     validate_messages,
 )
+from nekoflow.llm.openai_parse import (
+    MAX_DETAIL_CHARS,
+    _error_code,
+    _error_detail,
+    _is_quota_error,
+    _shorten,
+    _status_error,
+    parse_chat_completion,
+    parse_retry_after,
+    retry_after_from_headers,
+)
+from nekoflow.llm.streaming import TokenSink
 
 if TYPE_CHECKING:
     from nekoflow.settings import Settings
+
+__all__ = [
+    "DEFAULT_OPENAI_BASE_URL",
+    "MAX_DETAIL_CHARS",
+    "NO_KEY_PLACEHOLDER",
+    "OpenAIChatModel",
+    "parse_chat_completion",
+    "parse_retry_after",
+    "retry_after_from_headers",
+]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Used when no base URL is configured (the SDK's own default, without reading OPENAI_BASE_URL)."""
 
 NO_KEY_PLACEHOLDER = "sk-no-key-required"
 """Bearer token sent when no key is configured: local servers ignore it, the SDK needs one."""
-
-MAX_DETAIL_CHARS = 300
-"""Server error details are cut to this length in exception messages."""
-
-
-# --------------------------------------------------------------------------------------------
-# pure helpers: Retry-After, response parsing
-# --------------------------------------------------------------------------------------------
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delay-seconds or HTTP date); None if unusable.
-
-    A date in the past gives 0.0; negative, non-finite or unparseable values give None.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:  # pragma: no cover - older Pythons returned None instead of raising
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    current = now or datetime.now(UTC)
-    if current.tzinfo is None:
-        current = current.replace(tzinfo=UTC)
-    return max(0.0, (when - current).total_seconds())
-
-
-def retry_after_from_headers(headers: Mapping[str, str]) -> float | None:
-    """The server's back-off hint: ``retry-after-ms`` (OpenAI) first, then ``Retry-After``."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis is not None:
-        try:
-            ms = float(millis)
-        except ValueError:
-            ms = -1.0
-        if math.isfinite(ms) and ms >= 0:
-            return ms / 1000.0
-    return parse_retry_after(lowered.get("retry-after"))
-
-
-def _count(value: Any) -> int | None:
-    """A token count from a usage field, or None when absent or not a non-negative integer."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    return None
-
-
-def _message_text(content: Any) -> str | None:
-    """The reply text of a response message's ``content`` (string or text parts), else None."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content:
-        texts = [
-            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-        ]
-        if texts:
-            return "".join(texts)
-    return None
-
-
-def _status_error(status: int, message: str, retry_after: float | None = None) -> LLMError:
-    """The typed error for an HTTP error status."""
-    if status == 429:
-        return LLMRateLimitError(message, status_code=status, retry_after=retry_after)
-    if status == 408:
-        return LLMTimeoutError(message, status_code=status)
-    if status >= 500:
-        return LLMServerError(message, status_code=status)
-    if 400 <= status < 500:
-        return LLMClientError(message, status_code=status)
-    return LLMBadResponseError(message, status_code=status)
-
-
-def parse_chat_completion(
-    payload: str | bytes, *, default_model: str = "", latency_ms: float = 0.0
-) -> ChatResult:
-    """Turn a chat-completions response body into a :class:`ChatResult`.
-
-    Raises :class:`LLMBadResponseError` when the body is not a usable completion (not JSON, no
-    choices, null or non-text content). A 200 carrying an ``{"error": {...}}`` object (some proxies
-    do this) is mapped like the HTTP status in its ``code`` when that is one, else a bad response.
-    Content given as a list of text parts is joined; usage fields that are absent or not
-    non-negative integers become None.
-    """
-    try:
-        body = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise LLMBadResponseError(f"response body is not JSON ({exc})", status_code=200) from None
-    if not isinstance(body, dict):
-        raise LLMBadResponseError(
-            f"response body is a JSON {type(body).__name__}, not an object", status_code=200
-        )
-    choices = body.get("choices")
-    if not choices and body.get("error") is not None:
-        err = body["error"]
-        detail = err.get("message") if isinstance(err, dict) else err
-        code = err.get("code") if isinstance(err, dict) else None
-        message = f"server returned an error object: {_shorten(str(detail))}"
-        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
-            raise _status_error(code, message)
-        raise LLMBadResponseError(message, status_code=200)
-    if not isinstance(choices, list) or not choices:
-        raise LLMBadResponseError("response has no choices", status_code=200)
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise LLMBadResponseError("choices[0] is not an object", status_code=200)
-    message = choice.get("message")
-    if isinstance(message, dict):
-        text = _message_text(message.get("content"))
-        if text is None:
-            refusal = message.get("refusal")
-            why = f"refused: {_shorten(refusal)}" if isinstance(refusal, str) else "no text"
-            raise LLMBadResponseError(
-                f"choices[0].message.content is {type(message.get('content')).__name__} ({why})",
-                status_code=200,
-            )
-    elif isinstance(choice.get("text"), str):  # legacy completions shape from some servers
-        text = choice["text"]
-    else:
-        raise LLMBadResponseError("choices[0] has no message object", status_code=200)
-    finish = choice.get("finish_reason")
-    model = body.get("model")
-    usage = body.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    return ChatResult(
-        text=text,
-        model=model if isinstance(model, str) and model else default_model,
-        prompt_tokens=_count(usage.get("prompt_tokens")),
-        completion_tokens=_count(usage.get("completion_tokens")),
-        finish_reason=finish if isinstance(finish, str) else None,
-        latency_ms=max(0.0, latency_ms),
-    )
-
-
-def _shorten(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _safe_url(url: str) -> str:
@@ -273,6 +135,7 @@ class OpenAIChatModel:
     429 → LLMRateLimitError with ``retry_after`` (``retry-after-ms``, else ``Retry-After`` seconds
     or HTTP date), except 429 ``insufficient_quota`` → LLMClientError; 5xx → LLMServerError; other
     4xx → LLMClientError; a 2xx that is not a usable completion → LLMBadResponseError.
+    :meth:`stream` is the same call streamed (:mod:`nekoflow.llm.openai_stream`).
     """
 
     def __init__(
@@ -385,33 +248,37 @@ class OpenAIChatModel:
             return LLMTimeoutError(f"{where}: no answer within {self.timeout:g} s")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
-            why = self._redact(repr(cause)) if cause is not None else "connection error"
-            return LLMConnectionError(f"{where}: cannot connect: {why}")
+            kind = type(cause).__name__ if cause is not None else "connection error"
+            detail = self._redact(repr(cause)) if cause is not None else None
+            return LLMConnectionError(f"{where}: cannot connect ({kind})", detail=detail)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             detail = self._redact(_error_detail(exc.body) or exc.message)
+            code = _error_code(exc.body)
+            label = f"HTTP {status}" + (f" {code}" if code else "")
             retry_after = retry_after_from_headers(exc.response.headers) if status == 429 else None
             if status == 429 and _is_quota_error(exc.body):
                 # OpenAI answers 429 "insufficient_quota" when billing is exhausted: waiting
                 # will not help, so this one is not retryable.
                 return LLMClientError(
-                    f"{where}: HTTP 429 quota exhausted: {detail}", status_code=429
+                    f"{where}: HTTP 429 quota exhausted", status_code=429, detail=detail
                 )
             hint = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
-            return _status_error(status, f"{where}: HTTP {status}: {detail}{hint}", retry_after)
+            return _status_error(status, f"{where}: {label}{hint}", retry_after, detail=detail)
         if isinstance(exc, openai.APIResponseValidationError):
-            return LLMBadResponseError(f"{where}: unusable response: {self._redact(exc.message)}")
-        return LLMError(f"{where}: {type(exc).__name__}: {self._redact(str(exc))}")
+            return LLMBadResponseError(
+                f"{where}: unusable response", detail=self._redact(exc.message)
+            )
+        return LLMError(f"{where}: {type(exc).__name__}", detail=self._redact(str(exc)))
 
-    def complete(
+    def _params(
         self,
         messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> ChatResult:
-        """Send one chat-completions request and return the reply; raise a typed LLMError."""
+        temperature: float | None,
+        max_tokens: int | None,
+        json_mode: bool,
+    ) -> dict[str, Any]:
+        """The request body of one call (checked input, this client's defaults)."""
         checked = validate_messages(messages)
         temp = _check_temperature(temperature, "temperature", InputError)
         limit = _check_max_tokens(max_tokens, "max_tokens", InputError)
@@ -424,7 +291,46 @@ class OpenAIChatModel:
             params["max_tokens"] = limit
         if json_mode:
             params["response_format"] = {"type": "json_object"}
+        return params
 
+    def stream(
+        self,
+        messages: Sequence[Message],
+        on_delta: TokenSink,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """:meth:`complete`, streamed: each text delta goes to ``on_delta`` as it arrives.
+
+        The same typed errors, plus: a stream cut before the model finished is a retryable
+        LLMConnectionError (nothing partial is returned); a server that ignores ``stream`` and
+        answers one JSON completion is read as such (its text is one delta).
+        """
+        from nekoflow.llm.openai_stream import stream_completion
+
+        params = self._params(messages, temperature, max_tokens, json_mode)
+        return stream_completion(self, params, on_delta)
+
+    def _reraise(self, exc: LLMError) -> LLMError:
+        """``exc`` with this client's name and URL in front (redacted)."""
+        return type(exc)(
+            f"{self._where()}: {self._redact(str(exc))}",
+            status_code=exc.status_code,
+            detail=self._redact(exc.detail) if exc.detail else None,
+        )
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """Send one chat-completions request and return the reply; raise a typed LLMError."""
+        params = self._params(messages, temperature, max_tokens, json_mode)
         client = self._sdk()
         started = time.perf_counter()
         try:
@@ -436,33 +342,4 @@ class OpenAIChatModel:
         try:
             return parse_chat_completion(payload, default_model=self.model, latency_ms=latency_ms)
         except LLMError as exc:
-            raise type(exc)(
-                f"{self._where()}: {self._redact(str(exc))}", status_code=exc.status_code
-            ) from None
-
-
-def _is_quota_error(body: object) -> bool:
-    """Whether an error body says the account's quota is exhausted (OpenAI's 429 variant)."""
-    err = body.get("error", body) if isinstance(body, dict) else None
-    if not isinstance(err, dict):
-        return False
-    return "insufficient_quota" in (err.get("code"), err.get("type"))
-
-
-def _error_detail(body: object) -> str | None:
-    """The human message in an error body (``{"error": {"message": …}}`` and variants)."""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("detail")
-            if isinstance(msg, str):
-                return msg
-        elif isinstance(err, str):
-            return err
-        detail = body.get("detail") or body.get("message")
-        if isinstance(detail, str):
-            return detail
-        return json.dumps(body, ensure_ascii=False, default=str)
-    if isinstance(body, str):
-        return body
-    return None
+            raise self._reraise(exc) from None

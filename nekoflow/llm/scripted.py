@@ -32,6 +32,7 @@ from nekoflow.llm.base import (
     content_text,
     validate_messages,
 )
+from nekoflow.llm.streaming import TokenSink, replay_in_chunks
 
 SCRIPTED_MODEL_NAME = "scripted"
 """``ChatResult.model`` and ``ScriptedChatModel.name``: says plainly that no real model answered."""
@@ -368,8 +369,12 @@ class ScriptedChatModel:
     ``seed`` varies the replies between instances; ``character_name`` is used in replies (else the
     name in the system prompt, e.g. "你叫钦灵"). ``fail_times`` makes the first N calls raise
     ``failure`` (for retry tests); the count is per instance and thread-safe. Token counts are
-    estimates (characters / 2) so usage tracking has numbers to add up.
+    estimates (characters / 2) so usage tracking has numbers to add up. :meth:`stream` hands the
+    same reply over in pieces of ``stream_chunk_chars`` characters, ``stream_delay`` s apart.
     """
+
+    stream_chunk_chars: int = 6
+    stream_delay: float = 0.0
 
     def __init__(
         self,
@@ -467,6 +472,28 @@ class ScriptedChatModel:
             completion_tokens=_tokens(len(text)),
             finish_reason=finish,
             latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        on_delta: TokenSink,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """:meth:`complete`, handed to ``on_delta`` in pieces (see the class doc)."""
+        started = time.perf_counter()
+        result = self.complete(
+            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
+        )
+        return replay_in_chunks(
+            result,
+            on_delta,
+            chunk_chars=self.stream_chunk_chars,
+            delay=self.stream_delay,
+            started=started,
         )
 
     # -- prose ------------------------------------------------------------------------------

@@ -237,7 +237,8 @@ def test_429_is_retryable_with_retry_after(
     assert err.retryable
     assert err.status_code == 429
     assert err.retry_after == expected
-    assert "Rate limit reached" in str(err)
+    assert err.detail is not None and "Rate limit reached" in err.detail
+    assert "Rate limit reached" not in str(err)  # the server's words stay out of the message
     assert len(httpserver.log) == 1  # the SDK did not retry
 
 
@@ -289,7 +290,8 @@ def test_other_4xx_is_not_retryable(
         model.complete(MESSAGES)
     assert not info.value.retryable
     assert info.value.status_code == status
-    assert f"problem {status}" in str(info.value)
+    assert f"problem {status}" in (info.value.detail or "")
+    assert f"problem {status}" not in str(info.value)
     assert len(httpserver.log) == 1
 
 
@@ -303,7 +305,8 @@ def test_error_messages_never_contain_the_api_key(
         model.complete(MESSAGES)
     assert KEY not in str(info.value)
     assert KEY not in repr(info.value)
-    assert "Incorrect API key provided: ***" in str(info.value)
+    assert KEY not in (info.value.detail or "")
+    assert "Incorrect API key provided: ***" in (info.value.detail or "")
     assert info.value.__cause__ is None
     assert KEY not in repr(model)
 
@@ -315,6 +318,7 @@ def test_base_url_credentials_are_masked_in_messages(httpserver: HTTPServer) -> 
     with pytest.raises(LLMServerError) as info:
         m.complete(MESSAGES)
     assert "pa55word" not in str(info.value)
+    assert "pa55word" not in (info.value.detail or "")
     assert "pa55word" not in repr(m)
 
 
@@ -395,8 +399,9 @@ def test_200_with_an_error_object_maps_its_code(
     httpserver.expect_request(PATH).respond_with_json(
         {"error": {"code": 503, "message": "provider unavailable"}}
     )
-    with pytest.raises(LLMServerError, match="provider unavailable"):
+    with pytest.raises(LLMServerError, match="error object") as info:
         model.complete(MESSAGES)
+    assert info.value.detail == "provider unavailable"
 
 
 def test_content_parts_are_joined(httpserver: HTTPServer, model: OpenAIChatModel) -> None:

@@ -1,0 +1,80 @@
+"""The streamed chat-completions call of :class:`~nekoflow.llm.openai_client.OpenAIChatModel`.
+
+Sends ``stream=True`` with ``stream_options={"include_usage": true}`` through the official SDK's
+streaming response, reads the server-sent events line by line (:mod:`nekoflow.llm.streaming`
+assembles them) and maps every failure to the client's typed errors: an HTTP error status as in
+``complete``; a timeout while reading → LLMTimeoutError; a connection cut mid-stream, or a body
+that ends before the model finished → LLMConnectionError (both retryable).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from nekoflow.llm.base import ChatResult, LLMConnectionError, LLMError, LLMTimeoutError
+from nekoflow.llm.openai_parse import parse_chat_completion
+from nekoflow.llm.streaming import TokenSink, assemble_lines
+
+if TYPE_CHECKING:
+    from nekoflow.llm.openai_client import OpenAIChatModel
+
+STREAM_OPTIONS = {"include_usage": True}
+"""Asks the server for a last chunk carrying the token usage."""
+
+
+def stream_completion(
+    model: OpenAIChatModel, params: dict[str, Any], on_delta: TokenSink
+) -> ChatResult:
+    """One streamed call with the checked request ``params``; deltas go to ``on_delta``."""
+    client = model._sdk()
+    started = time.perf_counter()
+    deadline = started + model.timeout
+    body = {**params, "stream": True, "stream_options": STREAM_OPTIONS}
+    lib: Any = None
+    try:
+        with client.chat.completions.with_streaming_response.create(**body) as response:
+            http = response.http_response
+            lib = _http_library(http)
+            if "text/event-stream" not in http.headers.get("content-type", ""):
+                payload = http.read()  # the server ignored ``stream``: one JSON completion
+                result = parse_chat_completion(
+                    payload,
+                    default_model=model.model,
+                    latency_ms=(time.perf_counter() - started) * 1000.0,
+                )
+                if result.text:
+                    on_delta(result.text)
+                return result.model_copy(update={"first_token_ms": result.latency_ms})
+            return assemble_lines(
+                http.iter_lines(),
+                on_delta,
+                default_model=model.model,
+                started=started,
+                deadline=deadline,
+            )
+    except openai.OpenAIError as exc:
+        raise model._map_error(exc) from None
+    except LLMError as exc:
+        raise model._reraise(exc) from None
+    except Exception as exc:
+        if lib is None or not isinstance(exc, lib.HTTPError):
+            raise
+        if isinstance(exc, lib.TimeoutException):
+            raise LLMTimeoutError(
+                f"{model._where()}: stream stalled for {model.timeout:g} s"
+            ) from None
+        raise LLMConnectionError(
+            f"{model._where()}: stream cut ({type(exc).__name__})",
+            detail=model._redact(repr(exc)),
+        ) from None
+
+
+def _http_library(response: object) -> Any:
+    """The HTTP library the SDK runs on (``httpx`` or its successor), for its exception classes."""
+    name = type(response).__module__.split(".")[0]
+    lib = sys.modules.get(name)
+    return lib if lib is not None and hasattr(lib, "HTTPError") else None
