@@ -53,6 +53,8 @@ class UserLineIn(BaseModel):
     script_role_id: str | None = None
     original_emotion: str | None = None
     audio_file: str | None = None
+    #: When the user sent it (merged messages keep their own times); None: the turn's time.
+    sent_at: datetime | None = None
 
 
 _USER_LINES = TypeAdapter(list[UserLineIn])
@@ -267,7 +269,13 @@ def write_turn(
     stamp = now or utcnow()
 
     new_lines = [
-        Line(attribute="user", **u.model_dump(), save_id=save_id, turn_id=turn_id, created_at=stamp)
+        Line(
+            attribute="user",
+            **u.model_dump(exclude={"sent_at"}),
+            save_id=save_id,
+            turn_id=turn_id,
+            created_at=u.sent_at or stamp,
+        )
         for u in users
     ]
     new_lines += [

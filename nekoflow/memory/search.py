@@ -1,0 +1,154 @@
+"""Full-text search over a scope's memories: BM25 statistics and candidate queries.
+
+The candidates of a turn (:func:`candidate_rows`) come in ONE statement: the live memories
+holding the message's rarest terms (SQLite FTS5 / PostgreSQL ``tsvector``), plus the most
+important and the most recently used; :func:`corpus_stats` reads the exact per-scope term
+statistics BM25 needs. Every function reads in the caller's session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, text
+from sqlmodel import Session, col, select
+
+from nekoflow.memory.lexical import CorpusStats, scope_token
+from nekoflow.storage.dialogue import UTCDateTime
+from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
+
+__all__ = ["candidate_rows", "corpus_stats", "lexical_ids"]
+
+
+def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) -> CorpusStats:
+    """BM25 statistics of the scope for these terms (one indexed query)."""
+    key = scope_token(role_id, scope_id)
+    wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
+    rows = s.exec(
+        select(MemoryTermStat.term, MemoryTermStat.df).where(
+            col(MemoryTermStat.scope_key) == key, col(MemoryTermStat.term).in_(wanted)
+        )
+    ).all()
+    df = {t: n for t, n in rows}
+    docs = max(df.pop(DOCS, 0), 0)
+    total = max(df.pop(LENGTH, 0), 0)
+    return CorpusStats(docs=docs, avg_len=total / docs if docs else 1.0, df=df)
+
+
+def _rarest(words: Iterable[str], stats: CorpusStats, limit: int) -> tuple[list[str], int]:
+    """Terms rarest first while their document frequencies add up to at most ``limit`` (the
+    rarest always), and that total."""
+    present = sorted((stats.df.get(w, 0), w) for w in set(words) if stats.df.get(w, 0) > 0)
+    chosen: list[str] = []
+    total = 0
+    for df, w in present[:16]:
+        if chosen and total + df > limit:
+            break
+        chosen.append(w)
+        total += df
+    return chosen, total
+
+
+def _live_sql(alias: str, kinds: Sequence[str]) -> str:
+    k = ", ".join(f":k{i}" for i in range(len(kinds)))
+    return (
+        f"{alias}.role_id = :r AND {alias}.scope_id = :s AND {alias}.superseded_by IS NULL "
+        f"AND {alias}.kind IN ({k}) AND ({alias}.expires_at IS NULL OR {alias}.expires_at > :now)"
+    )
+
+
+def _fts_sql(
+    dialect: str, scope: str, chosen: list[str], total: int, limit: int, live: str
+) -> tuple[str, str]:
+    """The full-text id query (alias ``m``) and its match expression."""
+    if dialect == "sqlite":
+        q = f'"{scope}" AND (' + " OR ".join(f'"{w}"' for w in chosen) + ")"
+        sql = (
+            "SELECT m.id FROM memory_fts JOIN memory_record m ON m.id = memory_fts.rowid "
+            f"WHERE memory_fts MATCH :q AND {live} ORDER BY memory_fts.rowid DESC LIMIT :n"
+        )
+        return sql, q
+    q = f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
+    order = " ORDER BY m.id DESC" if total > limit else ""
+    sql = (
+        "SELECT m.id FROM memory_record m, to_tsquery('simple', :q) q "
+        f"WHERE m.terms_tsv @@ q AND {live}{order} LIMIT :n"
+    )
+    return sql, q
+
+
+def _params(role_id: int, scope_id: str, now: datetime, kinds: Sequence[str]) -> dict[str, Any]:
+    return {"r": role_id, "s": scope_id, "now": now} | {f"k{i}": k for i, k in enumerate(kinds)}
+
+
+def lexical_ids(
+    s: Session,
+    role_id: int,
+    scope_id: str,
+    words: Iterable[str],
+    stats: CorpusStats,
+    now: datetime,
+    limit: int,
+    kinds: Sequence[str] = ("fact",),
+) -> list[int]:
+    """Live memories containing the rarest of ``words``, from the database's full-text index.
+
+    Terms are taken rarest first while their document frequencies add up to at most ``limit``
+    (the rarest always), so the match set stays small however common the rest are; when even
+    the rarest term is in more than ``limit`` memories, the newest of them are taken (BM25 then
+    ranks the candidates in Python).
+    """
+    chosen, total = _rarest(words, stats, limit)
+    if not chosen:
+        return []
+    dialect = s.get_bind().dialect.name
+    sql, q = _fts_sql(
+        dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
+    )
+    params = _params(role_id, scope_id, now, kinds) | {"q": q, "n": limit}
+    stmt = text(sql).bindparams(bindparam("now", type_=UTCDateTime()))
+    return [row[0] for row in s.execute(stmt, params)]
+
+
+def candidate_rows(
+    s: Session,
+    role_id: int,
+    scope_id: str,
+    words: Iterable[str],
+    stats: CorpusStats,
+    now: datetime,
+    *,
+    limit: int,
+    pool: int,
+    kinds: Sequence[str],
+    columns: Sequence[Any],
+) -> list[Any]:
+    """In ONE statement: ``columns`` of the live memories holding the rarest of ``words``
+    (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used."""
+    dialect = s.get_bind().dialect.name
+    params = _params(role_id, scope_id, now, kinds) | {"n": limit, "p": pool}
+    parts: list[str] = []
+    chosen, total = _rarest(words, stats, limit)
+    if chosen:
+        sql, params["q"] = _fts_sql(
+            dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
+        )
+        parts.append(sql)
+    if pool:
+        parts.append(
+            f"SELECT i.id FROM memory_record i WHERE {_live_sql('i', kinds)} "
+            "ORDER BY i.importance DESC, i.created_at DESC LIMIT :p"
+        )
+        parts.append(
+            f"SELECT u.id FROM memory_record u WHERE {_live_sql('u', kinds)} "
+            "AND u.last_accessed_at IS NOT NULL ORDER BY u.last_accessed_at DESC LIMIT :p"
+        )
+    if not parts:
+        return []
+    ids = " UNION ".join(f"SELECT id FROM ({p}) AS c{i}" for i, p in enumerate(parts))
+    names = ", ".join(f"memory_record.{c.key}" for c in columns)
+    sql = f"SELECT {names} FROM memory_record WHERE memory_record.id IN ({ids})"
+    stmt = text(sql).bindparams(bindparam("now", type_=UTCDateTime())).columns(*columns)
+    return list(s.execute(stmt, params).all())

@@ -1,0 +1,66 @@
+"""Long-term memory settings, read from ``NEKOFLOW_MEMORY_*`` environment variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nekoflow.memory.scoring import MemoryWeights
+
+
+class MemorySettings(BaseSettings):
+    """Retrieval weights, token budgets, summaries and the optional embeddings endpoint."""
+
+    model_config = SettingsConfigDict(env_prefix="NEKOFLOW_MEMORY_", env_file=None, extra="ignore")
+
+    #: Tokens of retrieved memories in the system prompt.
+    prompt_tokens: int = Field(default=600, ge=0)
+    #: Tokens of summaries of the distant past in the system prompt.
+    summary_tokens: int = Field(default=500, ge=0)
+    #: The whole context a turn may fill: system prompt + history window + the user message.
+    context_tokens: int = Field(default=6000, ge=256)
+    #: The history window never shrinks below this many tokens (when the prompt is long).
+    min_window_tokens: int = Field(default=800, ge=0)
+    #: Relevance outweighs importance + recency together, so an old, relevant fact beats a
+    #: recent, important but unrelated one (both min-max normalised over the candidates).
+    w_relevance: float = Field(default=3.0, ge=0)
+    w_importance: float = Field(default=1.0, ge=0)
+    w_recency: float = Field(default=1.0, ge=0)
+    decay_per_hour: float = Field(default=0.995, gt=0, le=1)
+    #: Memories read from the full-text index per turn before scoring.
+    candidates: int = Field(default=40, ge=1)
+    #: Also score this many most important and this many most recently used memories.
+    pool: int = Field(default=12, ge=0)
+    #: Summaries: lines per summarised span, and whether the model or the rules write them
+    #: ("auto": the model when NEKOFLOW_LLM_PROVIDER is openai, else the rules).
+    summary_span_lines: int = Field(default=40, ge=4)
+    summary_mode: Literal["auto", "llm", "rule"] = "auto"
+    #: Enqueue the summary task after every N-th turn of a scope.
+    summary_every_turns: int = Field(default=5, ge=1)
+    #: Optional OpenAI-compatible embeddings endpoint (``…/v1``); unset = lexical only.
+    embeddings_base_url: str | None = None
+    embeddings_model: str = "text-embedding-3-small"
+    embeddings_api_key: SecretStr | None = None
+    embeddings_timeout: float = Field(default=10.0, gt=0)
+    #: Share of relevance taken by embedding similarity when both sides have vectors.
+    semantic_share: float = Field(default=0.5, ge=0, le=1)
+
+    @property
+    def weights(self) -> MemoryWeights:
+        """The retrieval score's weights."""
+        return MemoryWeights(
+            relevance=self.w_relevance,
+            importance=self.w_importance,
+            recency=self.w_recency,
+            decay_per_hour=self.decay_per_hour,
+            semantic_share=self.semantic_share,
+        )
+
+
+@lru_cache(maxsize=1)
+def get_memory_settings() -> MemorySettings:
+    """The process's memory settings, read once from the environment."""
+    return MemorySettings()

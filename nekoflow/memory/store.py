@@ -1,0 +1,292 @@
+"""SQL shell of long-term memory writes: indexing, term statistics, consolidation, use, forget
+(searching is :mod:`nekoflow.memory.search`).
+
+Every function works in the caller's session and transaction (flushes, never commits), so the
+live ``apply_deltas`` keeps its memory writes inside the transaction its ledger makes exactly
+once, and the re-review's ``--apply`` inside its per-scope transaction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, case, literal, or_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col, select
+
+from nekoflow.memory.consolidate import Existing, decide, facts_of
+from nekoflow.memory.lexical import doc_terms, index_text, scope_token
+from nekoflow.memory.scoring import Candidate, extended_expiry
+from nekoflow.memory.search import corpus_stats, lexical_ids
+from nekoflow.settings import Settings
+from nekoflow.storage.dialogue import UTCDateTime
+from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
+from nekoflow.storage.turns import MemoryRecord
+
+__all__ = [
+    "RETRIEVED",
+    "ConsolidationCounts",
+    "add_indexed",
+    "backfill",
+    "forget",
+    "index",
+    "live_clause",
+    "touch",
+    "write_memories",
+]
+
+
+@dataclass(slots=True)
+class ConsolidationCounts:
+    """What :func:`write_memories` did with the new memories."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    superseded: int = 0
+
+
+RETRIEVED = ("fact", "summary")
+"""The kinds of memory retrieval scores: facts and (older) summaries."""
+
+
+def live_clause(
+    role_id: int, scope_id: str, now: datetime, kinds: Sequence[str] = ("fact",)
+) -> Any:
+    """SQL condition: a scope's live memories of ``kinds`` (not superseded, not expired)."""
+    return and_(
+        col(MemoryRecord.role_id) == role_id,
+        col(MemoryRecord.scope_id) == scope_id,
+        col(MemoryRecord.kind).in_(list(kinds)),
+        col(MemoryRecord.superseded_by).is_(None),
+        or_(col(MemoryRecord.expires_at).is_(None), col(MemoryRecord.expires_at) > now),
+    )
+
+
+def index(rec: MemoryRecord) -> None:
+    """Fill a memory's ``terms`` and ``fact_key`` from its title and content."""
+    rec.terms = index_text(rec.role_id, rec.scope_id, rec.title, rec.content)
+    rec.fact_key = facts_of(rec.title, rec.content).key
+
+
+def _stat_delta(rec: MemoryRecord, sign: int, into: Counter[tuple[str, str]]) -> None:
+    key = scope_token(rec.role_id, rec.scope_id)
+    words = doc_terms(rec.terms)
+    into[(key, DOCS)] += sign
+    into[(key, LENGTH)] += sign * len(words)
+    for term in set(words):
+        into[(key, term[:64])] += sign
+
+
+def _apply_stats(s: Session, delta: Counter[tuple[str, str]]) -> None:
+    """Add ``delta`` to the term statistics with one upsert (rows sorted: no deadlocks)."""
+    values = [{"scope_key": k, "term": t, "df": n} for (k, t), n in sorted(delta.items()) if n]
+    if not values:
+        return
+    insert: Any = pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert
+    stmt = insert(MemoryTermStat).values(values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["scope_key", "term"],
+        set_={"df": MemoryTermStat.__table__.c.df + stmt.excluded.df},  # type: ignore[attr-defined]
+    )
+    s.execute(stmt)
+
+
+def _existing(s: Session, rec: MemoryRecord, key: str, now: datetime) -> list[MemoryRecord]:
+    """Live memories a new one may restate or contradict: same key, or lexically closest."""
+    stats = corpus_stats(s, rec.role_id, rec.scope_id, doc_terms(rec.terms))
+    near = lexical_ids(s, rec.role_id, rec.scope_id, doc_terms(rec.terms), stats, now, 20)
+    cond = col(MemoryRecord.fact_key) == key
+    if near:
+        cond = or_(cond, col(MemoryRecord.id).in_(near))
+    query = select(MemoryRecord).where(live_clause(rec.role_id, rec.scope_id, now), cond)
+    return list(s.exec(query.order_by(col(MemoryRecord.id))).all())
+
+
+def add_indexed(s: Session, rows: Sequence[MemoryRecord]) -> None:
+    """Index stored rows written without consolidation (summaries) and count their terms."""
+    delta: Counter[tuple[str, str]] = Counter()
+    for rec in rows:
+        index(rec)
+        _stat_delta(rec, +1, delta)
+        s.add(rec)
+    s.flush()
+    _apply_stats(s, delta)
+
+
+def write_memories(
+    s: Session, rows: Sequence[MemoryRecord], *, now: datetime, settings: Settings
+) -> ConsolidationCounts:
+    """Consolidate new memories into their scope (ADD / UPDATE / DELETE / NOOP, in order)."""
+    counts = ConsolidationCounts()
+    delta: Counter[tuple[str, str]] = Counter()
+    for rec in rows:
+        index(rec)
+        facts = facts_of(rec.title, rec.content)
+        existing = {m.id: m for m in _existing(s, rec, facts.key, now)}
+        decisions = decide(
+            facts,
+            [
+                Existing(id=m.id, facts=facts_of(m.title, m.content), importance=m.importance)
+                for m in existing.values()
+                if m.id is not None
+            ],
+        )
+        adds = [d for d in decisions if d.op == "ADD"]
+        if adds:
+            rec.updated_at = rec.updated_at or rec.created_at
+            s.add(rec)
+            s.flush()
+            _stat_delta(rec, +1, delta)
+            counts.added += 1
+        for d in decisions:
+            old = existing.get(d.target) if d.target is not None else None
+            if old is None:
+                continue
+            if d.op == "DELETE":
+                old.superseded_by = rec.id
+                old.superseded_at = now
+                counts.superseded += 1
+            else:
+                _restate(old, rec, d.op == "UPDATE", now, settings, delta)
+                counts.updated += d.op == "UPDATE"
+                counts.unchanged += d.op == "NOOP"
+            s.add(old)
+        s.flush()
+    _apply_stats(s, delta)
+    return counts
+
+
+def _restate(
+    old: MemoryRecord,
+    new: MemoryRecord,
+    update: bool,
+    now: datetime,
+    settings: Settings,
+    delta: Counter[tuple[str, str]],
+) -> None:
+    """``old`` restated by ``new``: content (UPDATE), importance, mentions, last seen, expiry."""
+    if update:
+        _stat_delta(old, -1, delta)
+        old.title, old.content, old.mem_type, old.target = (
+            new.title,
+            new.content,
+            new.mem_type,
+            new.target,
+        )
+        index(old)
+        _stat_delta(old, +1, delta)
+    old.importance = max(old.importance, new.importance)
+    old.mentions = (old.mentions or 1) + 1
+    old.updated_at = now
+    if old.expires_at is None or new.expires_at is None:
+        old.ttl, old.expires_at = "permanent", None
+        return
+    old.ttl = "long" if "long" in (old.ttl, new.ttl) else "short"
+    old.expires_at = extended_expiry(
+        old.ttl,
+        old.importance,
+        old.mentions + (old.access_count or 0),
+        now,
+        short_days=settings.memory_short_ttl_days,
+        long_days=settings.memory_long_ttl_days,
+        current=old.expires_at,
+    )
+
+
+def touch(s: Session, used: Sequence[Candidate], now: datetime, settings: Settings) -> int:
+    """Mark the memories a turn's prompt used, in ONE UPDATE: last access now, one more use,
+    expiry stretched by importance and use (never shortened)."""
+    if not used:
+        return 0
+    expiry = {
+        c.id: extended_expiry(
+            c.ttl,
+            c.importance,
+            c.uses + 1,
+            now,
+            short_days=settings.memory_short_ttl_days,
+            long_days=settings.memory_long_ttl_days,
+            current=c.expires_at,
+        )
+        for c in used
+    }
+    stretched = {i: at for i, at in expiry.items() if at is not None}
+    values: dict[str, Any] = {
+        "last_accessed_at": now,
+        "access_count": col(MemoryRecord.access_count) + 1,
+    }
+    if stretched:
+        values["expires_at"] = case(
+            *[
+                (col(MemoryRecord.id) == i, literal(at, UTCDateTime()))
+                for i, at in stretched.items()
+            ],
+            else_=col(MemoryRecord.expires_at),
+        )
+    stmt = (
+        update(MemoryRecord)
+        .where(col(MemoryRecord.id).in_(sorted(expiry)))
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    result: Any = s.execute(stmt)
+    return int(result.rowcount or 0)
+
+
+def forget(s: Session, rows: Sequence[MemoryRecord]) -> int:
+    """Delete memories for good (and their history rows), keeping the statistics right."""
+    delta: Counter[tuple[str, str]] = Counter()
+    ids = [m.id for m in rows if m.id is not None]
+    history = (
+        list(s.exec(select(MemoryRecord).where(col(MemoryRecord.superseded_by).in_(ids))).all())
+        if ids
+        else []
+    )
+    gone = {m.id: m for m in [*rows, *history]}
+    for m in gone.values():
+        if m.terms:
+            _stat_delta(m, -1, delta)
+        s.delete(m)
+    s.flush()
+    _apply_stats(s, delta)
+    return len(gone)
+
+
+def remove_rows(s: Session, rows: Iterable[MemoryRecord]) -> None:
+    """Delete rows (no history follow-up) keeping the statistics right; for rebuilds."""
+    delta: Counter[tuple[str, str]] = Counter()
+    for m in rows:
+        if m.terms:
+            _stat_delta(m, -1, delta)
+        s.delete(m)
+    s.flush()
+    _apply_stats(s, delta)
+
+
+def backfill(s: Session, batch: int = 500) -> int:
+    """Index the memories written before long-term memory existed (no ``terms`` yet)."""
+    done = 0
+    while True:
+        rows = s.exec(
+            select(MemoryRecord)
+            .where(col(MemoryRecord.terms).is_(None), col(MemoryRecord.kind) == "fact")
+            .limit(batch)
+        )
+        todo = list(rows.all())
+        if not todo:
+            return done
+        delta: Counter[tuple[str, str]] = Counter()
+        for rec in todo:
+            index(rec)
+            rec.updated_at = rec.updated_at or rec.created_at
+            _stat_delta(rec, +1, delta)
+            s.add(rec)
+        s.flush()
+        _apply_stats(s, delta)
+        done += len(todo)
