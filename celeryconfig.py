@@ -35,9 +35,12 @@ broker_transport_options = {"visibility_timeout": _settings.broker_visibility_ti
 task_default_queue = "turns"
 task_routes = {
     "nekoflow.turn.llm_call": {"queue": "llm"},
+    "nekoflow.turn.deliver": {"queue": "outbound"},
+    "nekoflow.turn.typing": {"queue": "outbound"},
     "nekoflow.turn.*": {"queue": "turns"},
     "nekoflow.sweep": {"queue": "turns"},
     "nekoflow.rereview.*": {"queue": "review"},
+    "nekoflow.memory.*": {"queue": "memory"},
 }
 
 # The sweeper re-publishes turns that stopped moving (crashed worker, lost message).

@@ -1,12 +1,14 @@
 """The Celery app the turn benchmark's worker runs: nekoflow's tasks plus a bare six-task chain.
 
 The bare chain has the same task options, queues and routing as the turn chain, and its stages
-do nothing; the last one counts finished chains in Redis so the benchmark sees them end.
+do nothing (``llm_call`` sleeps the model's latency when one is set); the last one counts
+finished chains in Redis so the benchmark sees them end.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import redis
@@ -18,6 +20,8 @@ from tasks.app import app
 from tasks.turns import QUEUES
 
 COUNTER_KEY = "bench:bare:done"
+LATENCY = float(os.environ.get("NEKOFLOW_BENCH_LLM_LATENCY", "0") or 0)
+"""Seconds the bare chain's llm_call stage sleeps (the loopback model's latency)."""
 _redis: redis.Redis | None = None
 
 
@@ -33,6 +37,8 @@ _OPTIONS: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_l
 
 def _make(stage: str, last: bool) -> Task:
     def noop(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+        if stage == "llm_call" and LATENCY:
+            time.sleep(LATENCY)  # the model's own latency, on the same pool as the real call
         if last:
             _counter().rpush(COUNTER_KEY, turn_id)
         return {"turn_id": turn_id, "stage": stage, "status": "ok"}

@@ -2,46 +2,168 @@
 
 from __future__ import annotations
 
-import re
+import importlib
+import sys
+from typing import Any
 
+import click
 import typer
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
-from rich.console import Console
-from rich.markup import escape
+from typer.core import TyperGroup
 
 from nekoflow import __version__
-from nekoflow.api.cli import serve_command
-from nekoflow.characters.cli import character_app
-from nekoflow.errors import ConfigError
-from nekoflow.rereview.cli import rereview_command
-from nekoflow.review.cli import review_command
-from nekoflow.turns.cli import runs_command, sweep_command, turn_command
-from nekoflow.worldbook.cli import worldbook_app
+
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "review": (
+        "nekoflow.review.cli:review_command",
+        "Review one turn with the rule (or LLM) review and show deltas, memory and scores.",
+    ),
+    "worldbook": (
+        "nekoflow.worldbook.cli:worldbook_app",
+        "Import, export, list and test-match world books.",
+    ),
+    "serve": (
+        "nekoflow.api.cli:serve_command",
+        "Serve the HTTP API (world books, turns, Web chat, runs page, metrics, health).",
+    ),
+    "character": (
+        "nekoflow.characters.cli:character_app",
+        "Characters (roles): add, list, import SillyTavern cards.",
+    ),
+    "rereview": (
+        "nekoflow.rereview.cli:rereview_command",
+        "Re-review historical conversations in bulk (rule or LLM review), optionally applying it.",
+    ),
+    "turn": (
+        "nekoflow.turns.cli:turn_command",
+        "Send one message through the whole chain (as the Web channel) and print the reply.",
+    ),
+    "runs": (
+        "nekoflow.turns.cli:runs_command",
+        "List recent turns: status, stages done, model, latency, tokens, world-book entries.",
+    ),
+    "sweep": (
+        "nekoflow.turns.cli:sweep_command",
+        "Re-publish turns stuck past the lease (what the beat task does every interval).",
+    ),
+    "usage": (
+        "nekoflow.usage.cli:usage_command",
+        "Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost.",
+    ),
+    "memory": (
+        "nekoflow.memory.cli:memory_app",
+        "A character's long-term memories of a scope: list, show, forget.",
+    ),
+    "gateway": (
+        "nekoflow.cli:gateway_app",
+        "Platform gateways: processes that hold a platform connection (polling, sockets).",
+    ),
+}
+"""Sub-commands imported only when used (name → ``module:attribute``, one-line help), so
+``nekoflow --help`` and ``nekoflow version`` start without importing the whole package."""
+
+GATEWAY_COMMANDS: dict[str, tuple[str, str]] = {
+    "telegram": (
+        "nekoflow.platforms.telegram.cli:telegram_gateway_command",
+        "Long-poll Telegram (getUpdates, offset kept in SQL) for polling-mode bots.",
+    ),
+    "onebot": (
+        "nekoflow.platforms.onebot.cli:onebot_gateway_command",
+        "Accept OneBot v11 reverse WebSockets; events become turns, replies go back on the socket.",
+    ),
+    "qqbot": (
+        "nekoflow.platforms.qqbot.cli:qqbot_gateway_command",
+        "Connect gateway-mode QQ bots to the QQ gateway (identify, heartbeat, resume).",
+    ),
+    "feishu": (
+        "nekoflow.platforms.feishu.cli:feishu_gateway_command",
+        "Check Feishu apps, print their event URLs; run long-connection apps' WebSockets.",
+    ),
+}
+
+
+def _load(name: str, target: str) -> click.Command:
+    """Import ``module:attribute`` and turn it (a Typer app or a command function) into a
+    click command named ``name``."""
+    module, attr = target.split(":")
+    obj: Any = getattr(importlib.import_module(module), attr)
+    if isinstance(obj, typer.Typer):
+        command = typer.main.get_command(obj)
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name)(obj)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose sub-commands of :attr:`lazy` are imported on first use; listing
+    them (``--help``) uses their one-line help and imports nothing."""
+
+    lazy: dict[str, tuple[str, str]] = LAZY_COMMANDS
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Eager commands, then the lazy ones, in declaration order."""
+        return [*super().list_commands(ctx), *(n for n in self.lazy if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing a lazy one unless only its help line is needed."""
+        if cmd_name in self.commands or cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        target, help_line = self.lazy[cmd_name]
+        if self._listing:
+            return click.Command(cmd_name, help=help_line, short_help=help_line)
+        command = _load(cmd_name, target)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The group's help, listing lazy sub-commands without importing them."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+class GatewayGroup(LazyGroup):
+    """``nekoflow gateway``: the platform gateways, each imported when used."""
+
+    lazy = GATEWAY_COMMANDS
+
 
 app = typer.Typer(
     name="nekoflow",
+    cls=LazyGroup,
     help="Run role-play chatbot turns as a Celery workflow.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals may hold API keys and message text
 )
-console = Console()
-err_console = Console(stderr=True)
-app.command("review")(review_command)
-app.add_typer(worldbook_app, name="worldbook")
-app.command("serve")(serve_command)
-app.add_typer(character_app, name="character")
-app.command("rereview")(rereview_command)
-app.command("turn")(turn_command)
-app.command("runs")(runs_command)
-app.command("sweep")(sweep_command)
+gateway_app = typer.Typer(
+    cls=GatewayGroup,
+    help="Platform gateways: processes that hold a platform connection (polling, sockets).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@gateway_app.callback()
+def _gateway() -> None:
+    """Platform gateways: processes that hold a platform connection (polling, sockets)."""
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr)
 
 
 @app.command()
 def version() -> None:
     """Print the nekoflow version."""
-    console.print(__version__)
+    typer.echo(__version__)
 
 
 @app.command()
@@ -49,38 +171,61 @@ def demo() -> None:
     """Run a scripted role-play end to end (embedded: no services needed)."""
     from tasks.demo import run_demo
 
-    run_demo(console)
+    run_demo(_console())
 
 
-def _setting_errors(exc: ValidationError) -> list[str]:
+def _setting_errors(exc: Any) -> list[str]:
     """One line per bad setting, named as its environment variable."""
     lines = []
     for err in exc.errors():
         name = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
         got = err.get("input")
         shown = f" (got {got!r})" if isinstance(got, str | int | float) else ""
-        lines.append(f"NEKOFLOW_{name.upper()}: {err.get('msg', 'invalid')}{shown}")
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"NEKOFLOW_{name.upper()}: {msg}{shown}")
     return lines
 
 
-def main() -> None:
-    """The console entry point: the Typer app, with configuration errors as one clear line."""
-    try:
-        app()
-    except ValidationError as exc:
+def error_lines(exc: BaseException) -> list[str] | None:
+    """What to print for a configuration or connection error (None: not one of those).
+
+    Only classes of modules already imported are checked, so this imports nothing.
+    """
+    import re
+
+    from nekoflow.errors import ConfigError
+    from nekoflow.startup import StartupError, connection_error
+
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         if exc.title != "Settings":
-            raise
-        for line in _setting_errors(exc):
-            err_console.print(f"[red]invalid setting[/red] {escape(line)}")
-        raise SystemExit(2) from None
-    except SettingsError as exc:  # a value that is not even parseable (e.g. bad JSON)
+            return None
+        return [f"invalid setting {line}" for line in _setting_errors(exc)]
+    settings_mod = sys.modules.get("pydantic_settings")
+    if settings_mod is not None and isinstance(exc, settings_mod.SettingsError):
         match = re.search(r'field "([^"]+)"', str(exc))
         name = f"NEKOFLOW_{match.group(1).upper()}" if match else "a NEKOFLOW_* variable"
         cause = f": {exc.__cause__}" if exc.__cause__ else ""
-        err_console.print(f"[red]invalid setting[/red] {escape(name)} cannot be parsed{cause}")
-        raise SystemExit(2) from None
-    except ConfigError as exc:
-        err_console.print(f"[red]configuration error:[/red] {escape(str(exc))}")
+        return [f"invalid setting {name} cannot be parsed{cause}"]
+    if isinstance(exc, StartupError):
+        return [str(exc)]
+    if isinstance(exc, ConfigError):
+        return [f"configuration error: {exc}"]
+    line = connection_error(exc)
+    return [line] if line else None
+
+
+def main() -> None:
+    """The console entry point: the Typer app, with configuration and connection errors as one
+    clear line naming the variable."""
+    try:
+        app()
+    except Exception as exc:
+        lines = error_lines(exc)
+        if lines is None:
+            raise
+        for line in lines:
+            print(f"error: {line}", file=sys.stderr)
         raise SystemExit(2) from None
 
 

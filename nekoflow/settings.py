@@ -5,12 +5,15 @@ Every setting is documented in the README's "Configuration" table; keep the two 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nekoflow.usage.prices import Price
 
 
 def _default_database_url() -> str:
@@ -30,6 +33,10 @@ class Settings(BaseSettings):
     #: such results; the sweeper re-runs those stages (all idempotent). Enqueue and
     #: apply_deltas always commit synchronously.
     database_async_stage_commits: bool = True
+    #: PostgreSQL connections each process keeps open, and how many more it may open at a peak
+    #: (an ``llm`` worker with ``-P threads -c 64`` shares one pool among its threads).
+    database_pool_size: int = Field(default=5, ge=1)
+    database_max_overflow: int = Field(default=10, ge=0)
 
     # redis / celery
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -50,11 +57,28 @@ class Settings(BaseSettings):
     llm_max_attempts: int = Field(default=4, ge=1)
     llm_backoff_base: float = Field(default=1.0, ge=0)
     llm_backoff_max: float = Field(default=30.0, ge=0)
+    #: How long a claim on a turn's LLM call lasts without renewal (renewed every third of it
+    #: while the call runs). A crashed worker's call can be retried after this long.
+    #: Unset: 30 s, or half of ``turn_lease_seconds`` when that is shorter.
+    llm_lease_seconds: float = Field(default=0.0, ge=0)
+    #: Stream the reply (llm_call) from the model and publish its pieces on Redis pub/sub
+    #: (``{redis_prefix}:turn-tokens:{turn_id}``) for the Web SSE ``token`` events and channel
+    #: adapters; only when Redis is configured. Off: one non-streamed call.
+    llm_stream: bool = True
+    #: Pieces arriving within this many ms of the last publish go out together (the first piece
+    #: never waits); 0 publishes every piece.
+    llm_stream_flush_ms: float = Field(default=50.0, ge=0)
+
+    #: Price per million prompt / completion tokens per model, for ``nekoflow usage``
+    #: (JSON: ``{"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}``).
+    llm_prices: dict[str, Price] = Field(default_factory=dict)
 
     # review
     review_mode: Literal["rule", "llm"] = "rule"
-    event_bus: Literal["memory", "redis"] = "memory"
-    autostate_backend: Literal["memory", "redis"] = "memory"
+    # "auto": Redis whenever Redis is configured (NEKOFLOW_REDIS_URL set, or a Redis broker),
+    # so every worker process shares them; in-process only for the embedded demo and tests.
+    event_bus: Literal["auto", "memory", "redis"] = "auto"
+    autostate_backend: Literal["auto", "memory", "redis"] = "auto"
     autostate_ttl_seconds: int = Field(default=7 * 24 * 3600, gt=0)
     # bulk re-review: LLM-mode calls per second across all workers (shared through Redis)
     rereview_llm_rate_per_second: float = Field(default=2.0, gt=0)
@@ -75,12 +99,58 @@ class Settings(BaseSettings):
     memory_long_ttl_days: float = Field(default=180.0, gt=0)
     failure_reply: str = "抱歉,我刚刚走神了,能再说一遍吗?"
 
+    # world-book (lore) budgets of a turn
+    #: The model's context window in tokens; lore gets ``lore_budget_share`` of it.
+    llm_context_window: int = Field(default=8192, gt=0)
+    lore_budget_share: float = Field(default=0.25, gt=0, le=1)
+    #: An entry longer than its whole budget: "cut" it to the budget when first in line, or "skip".
+    lore_oversize: Literal["cut", "skip"] = "cut"
+
     # HTTP API
     # Bearer token required for write endpoints; when unset (or blank), writes are refused
     # with 503 "NEKOFLOW_API_TOKEN not configured".
     api_token: SecretStr | None = None
     # Origins allowed by CORS (JSON list in the environment); empty = CORS off.
     api_cors_origins: list[str] = Field(default_factory=list)
+
+    # monitoring
+    #: Scope ids carry platform user/group ids (``qq:private:30009``). "hashed" shows a keyed
+    #: hash (HMAC-SHA256 with ``monitoring_hash_key``) in task args, hence in Flower, instead.
+    monitoring_scope_ids: Literal["plain", "hashed"] = "plain"
+    monitoring_hash_key: SecretStr | None = None
+    #: Opt-in debug log file (0600) for error details that may quote users (server error
+    #: bodies, tracebacks). Off when unset.
+    debug_log: str | None = None
+    #: OpenTelemetry traces (one trace per turn, a span per stage, the LLM call as a child):
+    #: "off" (default), "otlp" (the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
+    #: variables; needs ``pip install 'nekoflow[otel]'``) or "console" (spans on stdout).
+    tracing: Literal["off", "otlp", "console"] = "off"
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        if not re.match(r"^(sqlite|postgres|postgresql)(\+\w+)?://", value.strip()):
+            raise ValueError(
+                "unsupported database URL: use sqlite:///path/to/nekoflow.db or "
+                "postgresql://user@host:5432/db"
+            )
+        return value.strip()
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str) -> str:
+        if not re.match(r"^(redis|rediss|unix)://", value.strip()):
+            raise ValueError("not a Redis URL: use redis://host:6379/0 (or rediss://, unix://)")
+        return value.strip()
+
+    @field_validator("broker_url", "result_backend")
+    @classmethod
+    def _check_celery_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.match(r"^[a-z][a-z0-9+]*://", value.strip()):
+            raise ValueError("not a URL: use redis://host:6379/0 (or memory:// for one process)")
+        return value.strip()
 
     @model_validator(mode="after")
     def _fill_celery_urls(self) -> Settings:
@@ -90,12 +160,88 @@ class Settings(BaseSettings):
             self.result_backend = self.redis_url
         return self
 
+    @model_validator(mode="after")
+    def _check_leases(self) -> Settings:
+        if not self.llm_lease_seconds:
+            self.llm_lease_seconds = min(30.0, self.turn_lease_seconds / 2)
+        if self.turn_lease_seconds <= self.llm_timeout:
+            raise ValueError(
+                f"turn_lease_seconds ({self.turn_lease_seconds:g} s) must be longer than "
+                f"llm_timeout ({self.llm_timeout:g} s): the sweeper would re-publish turns "
+                "whose model call is still running"
+            )
+        if self.llm_lease_seconds > self.turn_lease_seconds:
+            raise ValueError(
+                f"llm_lease_seconds ({self.llm_lease_seconds:g} s) must not exceed "
+                f"turn_lease_seconds ({self.turn_lease_seconds:g} s)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_monitoring(self) -> Settings:
+        if self.monitoring_scope_ids == "hashed" and not (
+            self.monitoring_hash_key and self.monitoring_hash_key.get_secret_value()
+        ):
+            raise ValueError(
+                "monitoring_hash_key: required when monitoring_scope_ids is 'hashed' "
+                "(set NEKOFLOW_MONITORING_HASH_KEY to a long random secret)"
+            )
+        return self
+
+    @property
+    def scope_hash_key(self) -> bytes | None:
+        """The key for scope ids shown by monitoring, or None to show them plainly."""
+        if self.monitoring_scope_ids != "hashed" or self.monitoring_hash_key is None:
+            return None
+        return self.monitoring_hash_key.get_secret_value().encode("utf-8")
+
+    @property
+    def redis_configured(self) -> bool:
+        """Whether a Redis server is part of this deployment: NEKOFLOW_REDIS_URL was set, or
+        the broker or result backend is Redis."""
+        urls = (self.broker_url or "", self.result_backend or "")
+        return "redis_url" in self.model_fields_set or any(
+            u.startswith(("redis://", "rediss://")) for u in urls
+        )
+
+    def _backend(self, choice: str) -> str:
+        if choice == "auto":
+            return "redis" if self.redis_configured else "memory"
+        return choice
+
+    def engine_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`nekoflow.storage.make_engine`: echo, and the server pool."""
+        options: dict[str, Any] = {"echo": self.database_echo}
+        if not self.database_url.startswith("sqlite"):
+            options["pool_size"] = self.database_pool_size
+            options["max_overflow"] = self.database_max_overflow
+        return options
+
     @property
     def uses_redis_cooldowns(self) -> bool:
-        """Whether world-book cooldowns live in Redis ("auto": when the broker is Redis)."""
-        if self.cooldown_backend == "auto":
-            return bool(self.broker_url and self.broker_url.startswith(("redis://", "rediss://")))
-        return self.cooldown_backend == "redis"
+        """Whether world-book cooldowns live in Redis ("auto": whenever Redis is configured)."""
+        return self._backend(self.cooldown_backend) == "redis"
+
+    @property
+    def effective_event_bus(self) -> str:
+        """The event bus in use: "redis" or "memory" ("auto" resolved)."""
+        return self._backend(self.event_bus)
+
+    @property
+    def effective_autostate_backend(self) -> str:
+        """Where AutoState lives: "redis" or "memory" ("auto" resolved)."""
+        return self._backend(self.autostate_backend)
+
+    def in_process_shared_state(self) -> list[str]:
+        """The settings whose state stays inside one process (empty when all are shared)."""
+        out = []
+        if not self.uses_redis_cooldowns:
+            out.append("cooldown_backend")
+        if self.effective_event_bus != "redis":
+            out.append("event_bus")
+        if self.effective_autostate_backend != "redis":
+            out.append("autostate_backend")
+        return out
 
     def redis_key(self, *parts: str) -> str:
         """A namespaced Redis key: ``{redis_prefix}:{part}:{part}…``."""

@@ -18,19 +18,25 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from nekoflow.characters import add_character
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.settings import Settings, get_settings
+from nekoflow.startup import StartupError, check_broker, check_redis
 from nekoflow.storage.dialogue import Role
-from nekoflow.storage.turns import STAGES, Relationship, TurnStage
+from nekoflow.storage.turns import STAGES, Relationship, TurnRun, TurnStage
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.worldbook import WorldBook, WorldBookEntry
 from nekoflow.worldbook.store import WorldBookStore
 
 BOT_UIN = 10001
+TURN_TIMEOUT = 60.0
+"""Seconds the demo waits for one turn."""
+PING_TIMEOUT = 2.0
+"""Seconds the demo waits for a worker to answer a ping (broker mode)."""
+WORKER_COMMAND = "celery -A tasks worker -Q turns,llm,outbound,memory -E"
 CHARACTER = "钦灵"
 
 WORLD_BOOK = WorldBook(
@@ -156,13 +162,19 @@ def _stage(deps: TurnDeps, turn_id: str, stage: str) -> dict[str, Any]:
         return dict(row.result) if row else {}
 
 
-def show_turn(console: Console, deps: TurnDeps, label: str, handle: TurnHandle) -> None:
-    """Print one turn: stages, injected entries, reply, deltas, memory."""
+def show_turn(console: Console, deps: TurnDeps, label: str, handle: TurnHandle) -> TurnRun | None:
+    """Print one turn: stages, injected entries, reply, deltas, memory; return its run."""
     console.rule(f"[bold]{escape(label)}")
     if handle.is_skipped:
         console.print(f"  skipped: {escape(handle.reason or '')}")
-        return
-    rendered = handle.wait(timeout=60)
+        return None
+    try:
+        rendered = handle.wait(timeout=TURN_TIMEOUT)
+    except TimeoutError:
+        raise StartupError(
+            f"turn {handle.turn_id} did not finish within {TURN_TIMEOUT:.0f} s: are workers "
+            f"for the turns, llm and outbound queues running? ({WORKER_COMMAND})"
+        ) from None
     run = handle.run()
     assert run is not None
     with Session(deps.engine) as s:
@@ -171,7 +183,7 @@ def show_turn(console: Console, deps: TurnDeps, label: str, handle: TurnHandle) 
             for st in s.exec(select(TurnStage).where(TurnStage.turn_id == run.turn_id)).all()
         }
         stages = [stage for stage in STAGES if stage in done]
-    console.print(f"  turn {run.turn_id[:8]} · scope {escape(run.scope_id or '')} · {run.status}")
+    console.print(f"  turn {run.turn_id} · scope {escape(run.scope_id or '')} · {run.status}")
     console.print(f"  stages: {' → '.join(stages)}")
     gap = _stage(deps, run.turn_id, "dispatch").get("real_time", {})
     console.print(f"  time since last turn: {escape(str(gap.get('elapsed_label', '')))}")
@@ -190,14 +202,22 @@ def show_turn(console: Console, deps: TurnDeps, label: str, handle: TurnHandle) 
         console.print(f"  plot node: {escape(review['plot_update']['title'])}")
     if run.status == "failed":
         console.print(f"  [red]failed:[/red] {escape(run.reason or '')}")
+    return run
 
 
-def relationship_table(deps: TurnDeps) -> Table:
-    """The final relationship of the character with each scope."""
+def relationship_table(deps: TurnDeps, pairs: set[tuple[int, str]]) -> Table:
+    """The final relationship of the character(s) that answered the demo with the demo's
+    scopes (``pairs`` of role id and scope id) — not every relationship in the database."""
     labels = ("好感", "信任", "熟悉", "依赖", "安全感", "嫉妒")
-    table = Table("scope", *labels, "turns", title=f"{CHARACTER}'s relationships")
+    role_ids = sorted({role_id for role_id, _ in pairs})
     with Session(deps.engine) as s:
-        for rel in s.exec(select(Relationship)).all():
+        names = [s.get(Role, rid).name for rid in role_ids if s.get(Role, rid) is not None]
+        title = f"{' / '.join(names) or CHARACTER}'s relationships"
+        table = Table("scope", *labels, "turns", title=title)
+        rows = s.exec(select(Relationship).where(col(Relationship.role_id).in_(role_ids))).all()
+        for rel in rows:
+            if (rel.role_id, rel.scope_id) not in pairs:
+                continue
             table.add_row(
                 escape(rel.scope_id),
                 *(str(getattr(rel, d)) for d in RELATIONSHIP_DIMENSIONS),
@@ -216,6 +236,16 @@ def demo_runtime(console: Console) -> Iterator[TurnDeps]:
     if broker_configured():
         from tasks.runtime import get_deps, set_deps
 
+        check_broker(base.broker_url or "")
+        if base.redis_configured:
+            check_redis(base.redis_url)
+        from tasks.app import app
+
+        if not app.control.ping(timeout=PING_TIMEOUT):
+            raise StartupError(
+                "no Celery worker answered on NEKOFLOW_BROKER_URL: start one with "
+                f"`{WORKER_COMMAND}` (or unset NEKOFLOW_BROKER_URL to run the demo embedded)"
+            )
         deps = get_deps()
         deps.settings = deps.settings.model_copy(update={"adapter_options": options})
         deps._adapters.clear()
@@ -251,7 +281,10 @@ def run_demo(console: Console | None = None) -> None:
     with demo_runtime(console) as deps:
         seed(deps)
         start = datetime.now(UTC) - timedelta(days=4)
+        pairs: set[tuple[int, str]] = set()
         for label, channel, event in script(start):
             handle = enqueue_turn(channel, event)
-            show_turn(console, deps, label, handle)
-        console.print(relationship_table(deps))
+            run = show_turn(console, deps, label, handle)
+            if run is not None and run.role_id is not None and run.scope_id:
+                pairs.add((run.role_id, run.scope_id))
+        console.print(relationship_table(deps, pairs))

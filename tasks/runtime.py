@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+from nekoflow.channels.config_watch import refresh as refresh_config
 from nekoflow.settings import get_settings
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
@@ -23,7 +24,9 @@ def get_deps() -> TurnDeps:
 
             _deps = TurnDeps.from_settings(get_settings(), publish=publish_turn)
             _pid = os.getpid()
-        return _deps
+        deps = _deps
+    refresh_config(deps)  # config.ini edited since start-up: reload it
+    return deps
 
 
 def set_deps(deps: TurnDeps | None) -> None:

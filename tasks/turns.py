@@ -12,12 +12,15 @@ from typing import Any
 from celery import Task, chain
 from celery.utils.log import get_task_logger
 
+from nekoflow.redact import scope_label
 from nekoflow.storage.turns import STAGES, TurnRun
-from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.turns.runner import execute_stage
+from nekoflow.turns.sweep import sweep as sweep_turns
 from tasks.app import app
+from tasks.deliver import after_stage_task, republish_deliveries
+from tasks.memory import after_apply
 from tasks.runtime import get_deps
 
 log = get_task_logger(__name__)
@@ -32,6 +35,9 @@ class StageFailed(Exception):
 
 def _run(task: Task, stage: str, turn_id: str) -> dict[str, Any]:
     outcome = execute_stage(get_deps(), stage, turn_id, attempt=task.request.retries + 1)
+    after_stage_task(task, stage, turn_id, outcome.kind)  # typing, notification, delivery
+    if stage == "apply_deltas" and outcome.kind == "ok":
+        after_apply(turn_id)  # the history summary, on the memory queue, when due
     if outcome.kind == "ok":
         return {"turn_id": turn_id, "stage": stage, "status": "ok"}
     if outcome.kind == "retry":
@@ -52,6 +58,10 @@ _OPTIONS: dict[str, Any] = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "max_retries": None,  # unlimited here: ``execute_stage`` ends the turn as failed in time
+    # Nothing reads a stage task's result (SQL holds the stage results; Flower reads task
+    # events): no result-backend writes, no STARTED state — fewer Redis commands per turn.
+    "ignore_result": True,
+    "track_started": False,
 }
 
 
@@ -102,13 +112,19 @@ STAGE_TASKS: dict[str, Task] = {
 
 
 def turn_chain(run: TurnRun) -> chain:
-    """The six stages of ``run`` as one Celery chain (immutable signatures)."""
+    """The six stages of ``run`` as one Celery chain (immutable signatures).
+
+    The scope id rides along only for monitoring (tasks load everything by turn id); with
+    ``NEKOFLOW_MONITORING_SCOPE_IDS=hashed`` it is a keyed hash, so Flower and the result
+    backend never see platform user ids.
+    """
+    scope = scope_label(run.scope_id, key=get_deps().settings.scope_hash_key)
     sigs = []
     for stage in STAGES:
-        sig = STAGE_TASKS[stage].si(run.turn_id, run.scope_id)
+        sig = STAGE_TASKS[stage].si(run.turn_id, scope)
         sig.set(
             queue=QUEUES[stage],
-            argsrepr=repr((run.turn_id, run.scope_id)),
+            argsrepr=repr((run.turn_id, scope)),
             kwargsrepr=repr({"stage": stage}),
         )
         sigs.append(sig)
@@ -120,29 +136,26 @@ def publish_turn(run: TurnRun) -> None:
     turn_chain(run).apply_async()
 
 
-def enqueue_turn(channel: str, raw_event: Any) -> TurnHandle:
+def enqueue_turn(
+    channel: str, raw_event: Any, *, bot: str | None = None, deliver: bool = True
+) -> TurnHandle:
     """Submit a platform event as a turn: what adapter authors call.
 
     Parses ``raw_event`` with ``channel``'s adapter, writes the TurnRun row, publishes the chain
     when the turn is first in its scope (otherwise the previous turn starts it when it ends),
     and returns a :class:`TurnHandle`. Non-chat events, disabled channels and messages that do
     not trigger return a handle with status ``skipped`` and the reason.
+
+    ``bot`` names the platform bot that received the event (several bots per platform);
+    ``deliver=False`` when the caller sends the reply itself (``handle.wait()`` returns it):
+    otherwise a platform with a configured sender gets the reply from the ``outbound`` queue.
     """
-    return submit_turn(get_deps(), channel, raw_event)
+    return submit_turn(get_deps(), channel, raw_event, bot=bot, deliver=deliver)
 
 
 def republish_stuck() -> list[str]:
-    """Publish again the turns that stopped moving (``nekoflow.turns.store.stuck_turns``)."""
-    from datetime import timedelta
-
-    deps = get_deps()
-    stuck = store.stuck_turns(
-        deps.engine, older_than=timedelta(seconds=deps.settings.turn_lease_seconds)
-    )
-    for run in stuck:
-        publish_turn(run)
-    store.mark_published(deps.engine, [r.turn_id for r in stuck])
-    return [r.turn_id for r in stuck]
+    """Publish pending turns and re-publish stuck ones (``nekoflow.turns.sweep.sweep``)."""
+    return sweep_turns(get_deps())
 
 
 @app.task(name="nekoflow.sweep", ignore_result=True)
@@ -151,4 +164,7 @@ def sweep() -> list[str]:
     republished = republish_stuck()
     if republished:
         log.warning("sweeper re-published %d stuck turn(s): %s", len(republished), republished)
-    return republished
+    deliveries = republish_deliveries()
+    if deliveries:
+        log.warning("sweeper re-published %d stalled deliveries: %s", len(deliveries), deliveries)
+    return republished + deliveries

@@ -4,7 +4,7 @@
   is set (CI sets it). Each PostgreSQL test gets its own schema, dropped afterwards.
 - ``redis_client`` talks to the real Redis at ``NEKOFLOW_TEST_REDIS_URL`` (default db 15 on
   127.0.0.1:6379) and flushes that database before each test. A missing Redis is an error, not
-  a skip.
+  a skip. Under ``pytest -n N`` each worker process takes its own database (15, 14, …).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -22,11 +23,35 @@ from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 
 PG_URL = os.environ.get("NEKOFLOW_TEST_DATABASE_URL")
-REDIS_URL = os.environ.get("NEKOFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
-# The Celery app in this process publishes to the test Redis (set before `tasks` is imported).
-os.environ.setdefault("NEKOFLOW_BROKER_URL", REDIS_URL)
-os.environ.setdefault("NEKOFLOW_RESULT_BACKEND", REDIS_URL)
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""``gw0``, ``gw1``, … when the suite runs in parallel (``pytest -n N``), else empty."""
+
+
+def _per_worker_redis(url: str) -> str:
+    """The test Redis database of this pytest process: parallel workers count down from the
+    configured database (15, 14, …) so that flushing one never touches another's."""
+    if not XDIST_WORKER:
+        return url
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0) - int(XDIST_WORKER.removeprefix("gw"))
+    if db < 0:
+        raise RuntimeError(f"NEKOFLOW_TEST_REDIS_URL {url}: too few Redis databases below it")
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+REDIS_URL = _per_worker_redis(
+    os.environ.get("NEKOFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+)
+
+BROKER_URL = os.environ.get("NEKOFLOW_TEST_BROKER_URL") or REDIS_URL
+"""The test broker: the test Redis, or RabbitMQ when NEKOFLOW_TEST_BROKER_URL names one."""
+
+# The Celery app in this process publishes to the test broker (set before `tasks` is imported).
+# A parallel worker inherits the controlling process's values: it must use its own database.
+_set_env = os.environ.__setitem__ if XDIST_WORKER else os.environ.setdefault
+_set_env("NEKOFLOW_BROKER_URL", BROKER_URL)
+_set_env("NEKOFLOW_RESULT_BACKEND", REDIS_URL)
 
 DB_BACKENDS = ["sqlite"] + (["postgres"] if PG_URL else [])
 

@@ -29,6 +29,7 @@ SERVICE_KEYS = {
     "restart",
     "deploy",
     "env_file",
+    "profiles",
 }
 
 
@@ -61,7 +62,8 @@ def test_every_part_has_a_service(compose: dict[str, Any]) -> None:
         if command[:4] == ["celery", "-A", "tasks", "worker"]:
             queues.update(command[command.index("-Q") + 1].split(","))
             assert "-E" in command  # task events on, so Flower sees every stage
-    assert queues == {"turns", "llm", "review"}
+    assert queues == {"turns", "llm", "outbound", "review", "memory"}
+    assert _celery(services["gateway-telegram"]) == ["nekoflow", "gateway", "telegram"]
     assert _celery(services["beat"])[:4] == ["celery", "-A", "tasks", "beat"]
     assert _celery(services["flower"])[:4] == ["celery", "-A", "tasks", "flower"]
     assert _celery(services["api"])[:2] == ["nekoflow", "serve"]
@@ -74,7 +76,7 @@ def test_dependencies_exist_and_wait_for_health(compose: dict[str, Any]) -> None
             assert dep in services, f"{name} depends on unknown {dep}"
             assert cond == {"condition": "service_healthy"}
             assert "healthcheck" in services[dep], dep
-    for name in ("api", "beat", "worker-turns", "worker-llm", "worker-review"):
+    for name in ("api", "beat", "worker-turns", "worker-llm", "worker-outbound", "worker-review"):
         assert set(services[name]["depends_on"]) == {"redis", "postgres"}, name
 
 
@@ -92,6 +94,7 @@ def test_ports_and_volumes(compose: dict[str, Any]) -> None:
         "5432": "postgres",
         "8000": "api",
         "5555": "flower",
+        "6700": "gateway-onebot",  # NapCat connects to it (reverse WebSocket)
     }
     declared = set(compose.get("volumes") or {})
     for service in services.values():

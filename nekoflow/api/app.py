@@ -37,6 +37,14 @@ ROUTER_MODULES: tuple[str, ...] = (
     "nekoflow.api.worldbooks",
     "nekoflow.api.turns",
     "nekoflow.api.web",
+    "nekoflow.api.telegram",
+    "nekoflow.api.qqbot",
+    "nekoflow.api.feishu",
+    "nekoflow.api.onebot",
+    "nekoflow.api.usage",
+    "nekoflow.api.memories",
+    "nekoflow.observability.http",
+    "nekoflow.api.runs_page",
 )
 """Router modules in mounting order; each exposes ``router``."""
 
@@ -98,7 +106,7 @@ def create_app(
     settings = settings if settings is not None else get_settings()
     owns_engine = engine is None
     if engine is None:
-        engine = make_engine(settings.database_url, echo=settings.database_echo)
+        engine = make_engine(settings.database_url, **settings.engine_options())
     state = ApiState(
         settings=settings,
         engine=engine,

@@ -1,4 +1,4 @@
-"""``GET /healthz``: is the database, Redis and the Celery broker reachable?
+"""``GET /healthz``: is the database, Redis and the Celery broker reachable, config.ini valid?
 
 200 with ``status: ok`` when every check passes, 503 with ``status: unavailable`` and the failing
 ones in ``failing`` otherwise. Each check is bounded by a short timeout. An in-memory broker
@@ -49,8 +49,8 @@ def uses_redis(settings: Settings) -> bool:
     return (
         broker.startswith(("redis://", "rediss://", "redis+socket://"))
         or settings.uses_redis_cooldowns
-        or settings.event_bus == "redis"
-        or settings.autostate_backend == "redis"
+        or settings.effective_event_bus == "redis"
+        or settings.effective_autostate_backend == "redis"
     )
 
 
@@ -89,6 +89,20 @@ def check_broker(settings: Settings) -> HealthCheck:
     return HealthCheck(ok=True, detail=str(transport))
 
 
+def check_config(settings: Settings) -> HealthCheck:
+    """Parse ``config.ini`` (NEKOFLOW_RUNTIME_CONFIG_PATH) as the turns would; absent is ok."""
+    from pathlib import Path
+
+    from nekoflow.channels.config_watch import check_config as parse_config
+
+    path = settings.runtime_config_path
+    error = parse_config(path)
+    if error is not None:
+        log.warning("health: %s is invalid: %s", path, error)
+        return HealthCheck(ok=False, detail=error[:300])
+    return HealthCheck(ok=True, detail=path if Path(path).is_file() else f"{path} absent: defaults")
+
+
 @router.get(
     "/healthz",
     response_model=HealthResponse,
@@ -101,6 +115,7 @@ def healthz(state: StateDep) -> JSONResponse:
         "database": check_database(state),
         "redis": check_redis(state),
         "broker": check_broker(state.settings),
+        "config": check_config(state.settings),
     }
     failing = [name for name, check in checks.items() if not check.ok]
     body = HealthResponse(status="unavailable" if failing else "ok", checks=checks, failing=failing)

@@ -391,8 +391,36 @@ class TurnOut(BaseModel):
     stage: str | None = None
     reason: str | None = None
     stages: list[TurnStageOut] = Field(default_factory=list)
+    stage_runs: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many times each stage actually ran (more than 1: a retry or a "
+        "redelivered or re-published chain).",
+    )
+    publish_pending: bool = Field(
+        default=False,
+        description="Queued but not yet handed to the broker (waiting behind an earlier turn "
+        "of its scope, or the broker was unreachable: the sweeper publishes it).",
+    )
     rendered: list[dict[str, Any]] | None = None
+    delivery_status: str | None = Field(
+        default=None,
+        description="Sending the reply to the platform, separate from the turn's status: null "
+        "(nothing to send: Web, deliver=false), pending, sending, handed_over, sent or failed.",
+    )
+    delivery_reason: str | None = Field(
+        default=None, description="Why delivery failed (codes, never message text)."
+    )
     llm: TurnLlmOut = Field(default_factory=TurnLlmOut)
+    injected: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="World-book entries injected into the prompt ({id, name}; never content).",
+    )
+    memories: int = Field(default=0, description="How many memories went into the prompt.")
+    memory_refs: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The memories and summaries in the prompt: {id, kind, score, relevance, "
+        "importance, recency} (ids and scores, never text).",
+    )
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None = None

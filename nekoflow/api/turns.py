@@ -32,7 +32,9 @@ from nekoflow.api.schemas import (
     TurnStageOut,
 )
 from nekoflow.errors import InputError
-from nekoflow.storage.turns import STAGES, TurnRun, TurnStage
+from nekoflow.observability.turn_view import turn_inputs
+from nekoflow.storage.turns import STAGES, TurnRun, TurnStage, TurnStatus
+from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.handle import TurnHandle
@@ -66,6 +68,7 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
         rows = session.exec(
             select(TurnStage.stage, TurnStage.created_at).where(col(TurnStage.turn_id) == turn_id)
         ).all()
+    inputs = turn_inputs(engine, [turn_id])[turn_id]
     order = {name: i for i, name in enumerate(STAGES)}
     stages = sorted(
         (TurnStageOut(stage=name, at=at) for name, at in rows),
@@ -81,7 +84,11 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
         stage=run.stage,
         reason=run.reason,
         stages=stages,
+        stage_runs=store.stage_runs(engine, [turn_id])[turn_id],
+        publish_pending=run.status == TurnStatus.queued and run.publishes == 0,
         rendered=run.rendered,
+        delivery_status=run.delivery_status,
+        delivery_reason=run.delivery_reason,
         llm=TurnLlmOut(
             model=run.llm_model,
             latency_ms=run.llm_latency_ms,
@@ -89,6 +96,9 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
             prompt_tokens=run.prompt_tokens,
             completion_tokens=run.completion_tokens,
         ),
+        injected=inputs.injected,
+        memories=inputs.memory_count,
+        memory_refs=inputs.memory_refs,
         created_at=run.created_at,
         updated_at=run.updated_at,
         started_at=run.started_at,

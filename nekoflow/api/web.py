@@ -10,6 +10,10 @@ turn answers its failure reply), else 202 with the turn id to poll (``turn_url``
 every change of status, stage or finished stages, then one final event named after the outcome
 (``done``, ``failed``, ``skipped``) carrying the whole turn, or ``timeout`` when the turn has not
 finished after ``timeout`` seconds (default 120, max 600). Comment lines keep idle proxies open.
+While the model writes the reply, ``token`` events carry its pieces as they arrive (``{"attempt",
+"seq", "offset", "text"}``, ``"end": true`` on the attempt's last one); a ``reset`` event
+(``{"attempt"}``) says the text so far is void (the attempt failed and is retried). The pieces
+after the last reset add up to the reply's raw text; the final event carries the stored reply.
 
 Nothing here blocks the event loop: database calls run in the thread pool, waits are asyncio sleeps.
 """
@@ -24,6 +28,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import StreamingResponse
+from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from nekoflow.api.deps import ApiState, StateDep, WriteAuth
@@ -37,8 +42,12 @@ from nekoflow.api.schemas import (
     WebChatReply,
 )
 from nekoflow.api.turns import load_turn, ok_json, submit_event
+from nekoflow.errors import InputError
 from nekoflow.storage.turns import FINISHED
+from nekoflow.turns.characters import resolve_role
 from nekoflow.turns.handle import TurnHandle
+from nekoflow.turns.notify import notifier_for
+from nekoflow.turns.stream import AsyncTokenSubscription
 
 router = APIRouter(tags=["web"])
 
@@ -58,7 +67,7 @@ _CHAT: dict[int | str, dict[str, Any]] = {
 _EVENTS: dict[int | str, dict[str, Any]] = {
     200: {
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        "description": "status events, then done | failed | skipped | timeout",
+        "description": "status, token and reset events, then done | failed | skipped | timeout",
     },
     404: {"model": _E, "description": "Unknown turn"},
 }
@@ -95,6 +104,14 @@ def _reply(turn: TurnOut | None, handle: TurnHandle) -> WebChatReply:
 )
 async def web_chat(body: WebChatIn, state: StateDep) -> Any:
     """200 with the reply when the turn finished within ``wait`` seconds, else 202 to poll."""
+    if not body.message.strip() and not body.attachments:
+        raise InputError("must not be empty (send text or attachments)", field="message")
+    if body.character_id is not None and body.character_id.strip():
+        known = await run_in_threadpool(_character_exists, state, body.character_id)
+        if not known:
+            raise InputError(
+                f"no character with id or name {body.character_id!r}", field="character_id"
+            )
     deps = await run_in_threadpool(state.turns)
     handle = await run_in_threadpool(submit_event, deps, "web", body.event(), field_prefix="")
     if handle.is_skipped:
@@ -112,6 +129,12 @@ async def web_chat(body: WebChatIn, state: StateDep) -> Any:
         delay = await _pause(delay, deadline)
 
 
+def _character_exists(state: ApiState, character_id: str) -> bool:
+    """True when ``character_id`` names a character (numeric id or name), as dispatch reads it."""
+    with Session(state.engine) as session:
+        return resolve_role(session, character_id) is not None
+
+
 def sse(event: str, data: Any, event_id: int | None = None) -> str:
     """One server-sent event: ``event:``, optional ``id:``, and ``data:`` as one JSON line."""
     head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
@@ -122,37 +145,103 @@ def _progress(turn: TurnOut) -> tuple[Any, ...]:
     return (turn.status, turn.stage, tuple(s.stage for s in turn.stages), turn.reason)
 
 
+async def _subscribe(state: ApiState, turn_id: str) -> AsyncTokenSubscription | None:
+    """The turn's reply tokens and end on Redis pub/sub (None without Redis: poll only)."""
+    settings = state.settings
+    if not settings.redis_configured:
+        return None
+    end_notice = notifier_for(settings) is not None  # workers announce ends on Redis
+    sub = AsyncTokenSubscription(
+        settings.redis_url, settings.redis_prefix, turn_id, end_notice=end_notice
+    )
+    await sub.open()
+    return sub if sub.active else None
+
+
 async def turn_events(state: ApiState, first: TurnOut, timeout: float) -> AsyncIterator[str]:
     """The event stream of a turn, from ``first`` (its state now) to its end or ``timeout``.
 
-    A client that goes away cancels it (Starlette stops the response on disconnect).
+    Subscribes to the turn's tokens before reading it again, so no token slips between the
+    read and the subscription. A client that goes away cancels it (Starlette stops the
+    response on disconnect).
     """
     deadline = time.monotonic() + timeout
-    turn: TurnOut | None = first
-    seen: tuple[Any, ...] | None = None
-    last_sent = time.monotonic()
+    sub = await _subscribe(state, first.turn_id)
+    try:
+        turn: TurnOut | None = first
+        if sub is not None:
+            turn = await run_in_threadpool(load_turn, state.engine, first.turn_id)
+        seen: tuple[Any, ...] | None = None
+        last_sent = time.monotonic()
+        delay = POLL_FIRST
+        n = 0
+        while True:
+            if turn is None:
+                yield sse("failed", {"turn_id": first.turn_id, "reason": "turn deleted"}, n)
+                return
+            if turn.status in FINISHED:
+                # seen: it ran after we subscribed, so pieces may still be on their way
+                for token in await sub.drain() if sub is not None and seen else []:
+                    yield sse(token.kind, token.data(), n)
+                    n += 1
+                yield sse(turn.status, turn.model_dump(mode="json"), n)
+                async for event in delivery_events(state, turn, deadline, n + 1):
+                    yield event
+                return
+            if _progress(turn) != seen:
+                seen = _progress(turn)
+                yield sse("status", turn.model_dump(mode="json"), n)
+                n += 1
+                last_sent = time.monotonic()
+            elif time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
+                yield ": keepalive\n\n"
+                last_sent = time.monotonic()
+            if time.monotonic() >= deadline:
+                yield sse("timeout", turn.model_dump(mode="json"), n)
+                return
+            if sub is None:
+                delay = await _pause(delay, deadline)
+            else:  # until the next read of the turn: its tokens as they arrive
+                until = min(time.monotonic() + delay, deadline)
+                delay = min(delay * 1.5, POLL_MAX)
+                while (left := until - time.monotonic()) > 0:
+                    events, ended = await sub.next(left)
+                    for event in events:
+                        yield sse(event.kind, event.data(), n)
+                        n += 1
+                        last_sent = time.monotonic()
+                    if ended:
+                        break
+            turn = await run_in_threadpool(load_turn, state.engine, first.turn_id)
+    finally:
+        if sub is not None:
+            await sub.aclose()
+
+
+_DELIVERY_OPEN = ("pending", "sending")
+
+
+async def delivery_events(
+    state: ApiState, turn: TurnOut, deadline: float, event_id: int
+) -> AsyncIterator[str]:
+    """After a finished turn whose reply is still being sent: one ``delivery`` event when the
+    delivery settles (sent, handed_over or failed, with the reason), unless ``deadline`` comes
+    first."""
     delay = POLL_FIRST
-    n = 0
-    while True:
-        if turn is None:
-            yield sse("failed", {"turn_id": first.turn_id, "reason": "turn deleted"}, n)
-            return
-        if turn.status in FINISHED:
-            yield sse(turn.status, turn.model_dump(mode="json"), n)
-            return
-        if _progress(turn) != seen:
-            seen = _progress(turn)
-            yield sse("status", turn.model_dump(mode="json"), n)
-            n += 1
-            last_sent = time.monotonic()
-        elif time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
-            yield ": keepalive\n\n"
-            last_sent = time.monotonic()
+    current: TurnOut | None = turn
+    while current is not None and current.delivery_status in _DELIVERY_OPEN:
         if time.monotonic() >= deadline:
-            yield sse("timeout", turn.model_dump(mode="json"), n)
             return
         delay = await _pause(delay, deadline)
-        turn = await run_in_threadpool(load_turn, state.engine, first.turn_id)
+        current = await run_in_threadpool(load_turn, state.engine, turn.turn_id)
+    settled = current.delivery_status if current is not None else None
+    if current is not None and settled is not None and turn.delivery_status in _DELIVERY_OPEN:
+        data = {
+            "turn_id": current.turn_id,
+            "delivery_status": current.delivery_status,
+            "delivery_reason": current.delivery_reason,
+        }
+        yield sse("delivery", data, event_id)
 
 
 @router.get(

@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import redis
 from fastapi import APIRouter, status
+from pydantic import Field
 
 from nekoflow.api.ai_generate import (
     GenerationReplyError,
     build_generation_messages,
     parse_generated_entries,
 )
-from nekoflow.api.deps import StateDep, StoreDep, WriteAuth
+from nekoflow.api.deps import ApiState, StateDep, StoreDep, WriteAuth
 from nekoflow.api.errors import ApiError, conflict, not_found
 from nekoflow.api.schemas import (
     AiGenerateIn,
@@ -41,8 +43,16 @@ from nekoflow.api.schemas import (
 )
 from nekoflow.errors import InputError
 from nekoflow.llm.base import LLMError, LLMTimeoutError
-from nekoflow.worldbook.matcher import describe_matches
-from nekoflow.worldbook.models import WorldBook, WorldBookEntry, WorldBookRecallContext
+from nekoflow.worldbook.budgets import lore_recall_config
+from nekoflow.worldbook.cooldowns import CooldownState
+from nekoflow.worldbook.matcher import describe_recall
+from nekoflow.worldbook.models import (
+    DroppedEntry,
+    WorldBook,
+    WorldBookEntry,
+    WorldBookRecallContext,
+)
+from nekoflow.worldbook.redis_cooldowns import RedisCooldowns
 from nekoflow.worldbook.store import WorldBookStore
 
 log = logging.getLogger("nekoflow.api")
@@ -63,6 +73,39 @@ _MODEL: dict[int | str, dict[str, Any]] = {
 }
 
 
+class TestMatchHit(TestMatchItem):
+    """One hit; ``cut_to`` (content characters kept) when it was cut to fit its budget."""
+
+    __test__ = False
+
+    cut_to: int | None = Field(default=None, description="Absent unless the entry was cut")
+
+
+class TestMatchResult(TestMatchResponse):
+    """The seed's test-match answer plus ``dropped``: matched entries left out, with the reason
+    (and, for ``over_budget``, the budget needed and left), and ``regex_timeouts``; both are
+    left out when empty, so an answer without drops is exactly the seed's."""
+
+    __test__ = False
+
+    matches: list[TestMatchHit]  # type: ignore[assignment]
+    dropped: list[DroppedEntry] | None = Field(default=None, description="Absent when none")
+    regex_timeouts: list[str] | None = Field(default=None, description="Absent when none")
+
+
+def _cooldown_snapshot(state: ApiState, scope_id: str) -> CooldownState | None:
+    """The scope's timed-effect state (read only), when cooldowns live in Redis."""
+    if not scope_id or not state.settings.uses_redis_cooldowns:
+        return None
+    try:
+        store = RedisCooldowns(state.redis(), prefix=state.settings.redis_prefix)
+        return store.snapshot(scope_id)
+    except redis.RedisError as exc:
+        raise ApiError(
+            503, "Redis unavailable: cooldowns cannot be read", field="scope_id"
+        ) from exc
+
+
 def _book_or_404(store: WorldBookStore, book_id: str) -> WorldBook:
     book = store.get(book_id)
     if book is None:
@@ -76,11 +119,17 @@ def _book_or_404(store: WorldBookStore, book_id: str) -> WorldBook:
 
 @router.post(
     "/test-match",
-    response_model=TestMatchResponse,
+    response_model=TestMatchResult,
+    response_model_exclude_none=True,
     summary="Test keyword matching (simple or multi-source mode)",
 )
-def try_match(body: TestMatchIn, store: StoreDep) -> TestMatchResponse:
-    """Run the recall over every stored world book and return the hits in the seed's shape."""
+def try_match(body: TestMatchIn, store: StoreDep, state: StateDep) -> TestMatchResult:
+    """Run the recall over every stored world book and return the hits in the seed's shape,
+    plus the matched entries that were dropped and why (over budget, probability, group lost,
+    max entries…). Without ``config`` the budgets are the ones a turn uses (from the settings:
+    ``NEKOFLOW_LLM_CONTEXT_WINDOW`` × ``NEKOFLOW_LORE_BUDGET_SHARE``). With ``scope_id`` and
+    cooldowns in Redis, the scope's cooldown / sticky / delay state is read (never written), so
+    entries held back by it are listed as dropped too."""
     context = WorldBookRecallContext(
         latest_user_message=body.message,
         recent_messages=[m.model_dump() for m in body.recent_messages],
@@ -92,9 +141,28 @@ def try_match(body: TestMatchIn, store: StoreDep) -> TestMatchResponse:
         target_id=body.target_id,
         scope_id=body.scope_id,
     )
-    hits = describe_matches(context, store.list_all(), body.character_id or None, body.config)
-    fields = TestMatchItem.model_fields
-    return TestMatchResponse(matches=[TestMatchItem(**{k: hit[k] for k in fields}) for hit in hits])
+    settings = state.settings
+    config = body.config or lore_recall_config(
+        context_window=settings.llm_context_window,
+        lore_share=settings.lore_budget_share,
+        oversize=settings.lore_oversize,
+        recent_message_limit=settings.recent_message_limit,
+    )
+    outcome = describe_recall(
+        context,
+        store.list_all(),
+        body.character_id or None,
+        config,
+        cooldowns=_cooldown_snapshot(state, body.scope_id),
+    )
+    fields = TestMatchHit.model_fields
+    return TestMatchResult(
+        matches=[
+            TestMatchHit(**{k: hit[k] for k in fields if k in hit}) for hit in outcome["matches"]
+        ],
+        dropped=[DroppedEntry(**d) for d in outcome["dropped"]] or None,
+        regex_timeouts=outcome["regex_timeouts"] or None,
+    )
 
 
 # ---------------------------------------------------------------------------------- books

@@ -15,10 +15,11 @@ from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from nekoflow.memory.store import remove_rows, write_memories
 from nekoflow.rereview import store
 from nekoflow.rereview.core import Replay
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewOutput
@@ -83,6 +84,59 @@ def _rewrite(
         s.execute(delete(model).where(col(model.id).in_([row.id for row in stored])))
     s.add_all(new)
     return len(new), len(stored)
+
+
+def _scope_sig(s: Session, save: Save) -> list[tuple[Any, ...]]:
+    """The scope's facts as consolidation left them (what a rebuild must reproduce)."""
+    rows = s.scalars(
+        select(MemoryRecord).where(
+            col(MemoryRecord.role_id) == save.role_id,
+            col(MemoryRecord.scope_id) == save.scope_id,
+            col(MemoryRecord.kind) == "fact",
+        )
+    )
+    return sorted((*_mem_sig(m), m.turn_id, m.superseded_by is not None) for m in rows)
+
+
+def _rebuild_memories(
+    s: Session,
+    save: Save,
+    records: list[ReviewRecord],
+    stored: dict[str, list[MemoryRecord]],
+    settings: Settings,
+) -> tuple[int, int]:
+    """Rebuild the memories of the replayed turns: delete theirs, consolidate the re-reviewed
+    ones in turn order (each at its turn's send time); kept only if the result differs from
+    what is stored (a savepoint is rolled back otherwise). (written, deleted)."""
+    before = _scope_sig(s, save)
+    old = [m for rows in stored.values() for m in rows if m.kind == "fact"]
+    nested = s.begin_nested()
+    gone = [m.id for m in old if m.id is not None]
+    if gone:  # what the removed memories superseded is live again until the rebuild decides
+        s.execute(
+            update(MemoryRecord)
+            .where(col(MemoryRecord.superseded_by).in_(gone), col(MemoryRecord.id).not_in(gone))
+            .values(superseded_by=None, superseded_at=None)
+            .execution_options(synchronize_session="fetch")
+        )
+    remove_rows(s, old)
+    written = 0
+    for rec in records:
+        out = ReviewOutput.model_validate(rec.output)
+        rows = memory_rows(
+            out,
+            role_id=rec.role_id,
+            scope_id=rec.scope_id,
+            turn_id=tag(rec),
+            at=rec.sent_at,
+            settings=settings,
+        )
+        written += write_memories(s, rows, now=rec.sent_at, settings=settings).added
+    if _scope_sig(s, save) == before:
+        nested.rollback()
+        return 0, 0
+    nested.commit()
+    return written, len(old)
 
 
 def _by_tag(s: Session, model: Any, save: Save, tags: set[str]) -> defaultdict[str, list[Any]]:
@@ -151,6 +205,9 @@ def apply_save(
         tags = {tag(r) for r in records}
         mems: dict[str, list[MemoryRecord]] = _by_tag(s, MemoryRecord, save, tags)
         plots: dict[str, list[PlotNode]] = _by_tag(s, PlotNode, save, tags)
+        w, d = _rebuild_memories(s, save, records, mems, settings)
+        summary.memories_written += w
+        summary.memories_deleted += d
         for rec in records:
             out = ReviewOutput.model_validate(rec.output)
             where = {
@@ -159,10 +216,6 @@ def apply_save(
                 "turn_id": tag(rec),
                 "at": rec.sent_at,
             }
-            new_mems = memory_rows(out, **where, settings=settings)
-            w, d = _rewrite(s, MemoryRecord, mems[tag(rec)], new_mems, _mem_sig)
-            summary.memories_written += w
-            summary.memories_deleted += d
             new_plots = plot_rows(out, **where)
             w, d = _rewrite(s, PlotNode, plots[tag(rec)], new_plots, _plot_sig)
             summary.plots_written += w

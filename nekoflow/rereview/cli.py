@@ -7,6 +7,7 @@ prints a summary and the per-scope relationship diff, applies it (``--apply``) a
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from collections import defaultdict
@@ -62,6 +63,22 @@ def _broker_configured() -> bool:
 NO_WORKER_HINT_SECONDS = 15.0
 """After this long with no batch started on the workers, the follower says what may be missing."""
 
+NO_WORKER_GIVE_UP_SECONDS = 120.0
+"""After this long with no batch started on the workers, the follower stops waiting (resumable)."""
+
+
+def resume_hint(job_id: int | None, *, export: Path | None, inline: bool | None) -> str:
+    """The command that resumes ``job_id`` with the same output options (apply is kept by the
+    job itself)."""
+    parts = ["nekoflow", "rereview", "--resume", str(job_id)]
+    if export is not None:
+        parts += ["--export", shlex.quote(str(export))]
+    if inline is True:
+        parts.append("--inline")
+    elif inline is False:
+        parts.append("--workers")
+    return " ".join(parts)
+
 
 def follow(
     engine: Any,
@@ -71,13 +88,17 @@ def follow(
     runner: threading.Thread | None,
     resend: Callable[[list[int]], None] | None = None,
     stall_seconds: float = 120.0,
+    give_up_seconds: float | None = None,
 ) -> store.Progress:
     """Show the job's progress (read from the database) until it is done or fails.
 
     With ``resend`` (worker mode), when no batch is running and none has finished for
     ``stall_seconds`` while some were never started, those are published again: a message the
     broker lost must not hang the job (batches are idempotent; a duplicate returns at once).
+    When no worker has started any batch after ``give_up_seconds`` (default
+    :data:`NO_WORKER_GIVE_UP_SECONDS`) it stops waiting and returns the still-running job.
     """
+    give_up = NO_WORKER_GIVE_UP_SECONDS if give_up_seconds is None else give_up_seconds
     last_done, last_change = -1, time.monotonic()
     started, hinted = time.monotonic(), False
     columns = (
@@ -117,6 +138,17 @@ def follow(
                     "[yellow]no worker has started a batch yet: is `celery -A tasks worker "
                     "-Q review` running against this broker? (--inline runs here instead)"
                 )
+            if (
+                resend is not None
+                and p.batches_running == 0
+                and p.batches_done == 0
+                and time.monotonic() - started > give_up
+            ):
+                console.print(
+                    f"[red]no review worker started a batch in {give_up:.0f} s: stopped "
+                    "waiting (the job stays queued and resumable)[/red]"
+                )
+                break
             if p.turns_done != last_done:
                 last_done, last_change = p.turns_done, time.monotonic()
             elif (
@@ -169,30 +201,52 @@ def _summary(engine: Any, job: ReviewJob) -> None:
     deltas.add_column("character")
     for d in RELATIONSHIP_DIMENSIONS:
         deltas.add_column(d, justify="right")
+    names = _role_names(engine, set(per_role))
     for role_id, acc in sorted(per_role.items()):
-        deltas.add_row(str(role_id), *(f"{acc[d]:+,}" for d in RELATIONSHIP_DIMENSIONS))
+        label = f"{names[role_id]} ({role_id})" if role_id in names else str(role_id)
+        deltas.add_row(label, *(f"{acc[d]:+,}" for d in RELATIONSHIP_DIMENSIONS))
     console.print(deltas)
+    if totals["skipped"]:
+        console.print(
+            f"skipped: {totals['skipped']:,} of {totals['turns']:,} turns were of low memory "
+            "value (no memory written, no plot choice, no long absence); their relationship "
+            "deltas still count in the totals above.",
+            soft_wrap=True,
+        )
+
+
+def _role_names(engine: Any, ids: set[int]) -> dict[int, str]:
+    """Character names by role id (for summaries)."""
+    from sqlmodel import Session, col, select
+
+    from nekoflow.storage.dialogue import Role
+
+    if not ids:
+        return {}
+    with Session(engine) as s:
+        rows = s.exec(select(Role.id, Role.name).where(col(Role.id).in_(ids))).all()
+    return {rid: name for rid, name in rows if rid is not None}
 
 
 def _diff_table(diffs: list[ScopeDiff], title: str) -> None:
+    """The scopes whose relationship changes, biggest change first: plain lines, so scope ids
+    and names stay whole at any width and in pipes."""
+
     def size(d: ScopeDiff) -> int:
         return sum(abs(d.new.get(k, 0) - d.old.get(k, 0)) for k in RELATIONSHIP_DIMENSIONS)
 
     changed = sorted((d for d in diffs if d.old != d.new), key=size, reverse=True)
-    table = Table(title=f"{title}: {len(changed)} of {len(diffs)} scopes change (old → new)")
-    table.add_column("character")
-    table.add_column("scope")
-    for d in RELATIONSHIP_DIMENSIONS:
-        table.add_column(d, justify="right")
+    typer.echo(f"{title}: {len(changed)} of {len(diffs)} scopes change (old → new)")
     for d in changed[:MAX_DIFF_ROWS]:
         cells = [
-            f"{d.old.get(k)}→{d.new.get(k)}" if d.old.get(k) != d.new.get(k) else str(d.new.get(k))
+            f"{k} {d.old.get(k)}→{d.new.get(k)}"
             for k in RELATIONSHIP_DIMENSIONS
+            if d.old.get(k) != d.new.get(k)
         ]
-        table.add_row(f"{d.role_name} ({d.role_id})", d.scope_id, *cells)
-    console.print(table)
+        typer.echo(f"  {d.role_name} ({d.role_id})  {d.scope_id}")
+        typer.echo(f"      {'  '.join(cells)}")
     if len(changed) > MAX_DIFF_ROWS:
-        console.print(f"… {len(changed) - MAX_DIFF_ROWS} more (use --export for every turn)")
+        typer.echo(f"… {len(changed) - MAX_DIFF_ROWS} more (use --export for every turn)")
 
 
 def rereview_command(
@@ -312,12 +366,15 @@ def rereview_command(
         p = follow(engine, job.id, poll=poll, runner=runner, resend=resend)
     except KeyboardInterrupt:
         stop.set()
-        console.print(f"[yellow]interrupted: resume with `nekoflow rereview --resume {job.id}`")
+        hint = resume_hint(job.id, export=export, inline=inline)
+        console.print(f"[yellow]interrupted: resume with `{hint}`", soft_wrap=True)
         raise typer.Exit(130) from None
     if p.status != JobStatus.done:
         console.print(
             f"[red]job {job.id} did not finish ({p.batches_done}/{p.batches} batches): "
-            f"{p.error or 'stopped'}[/red]\nresume with `nekoflow rereview --resume {job.id}`"
+            f"{p.error or 'stopped'}[/red]\nresume with "
+            f"`{resume_hint(job.id, export=export, inline=inline)}`",
+            soft_wrap=True,
         )
         raise typer.Exit(1)
     job = store.get_job(engine, job.id)

@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from nekoflow.errors import InputError
 from nekoflow.llm.base import ChatModel
+from nekoflow.redact import safe_error
 from nekoflow.rereview import store
 from nekoflow.rereview.core import (
     Reviewer,
@@ -30,6 +31,8 @@ from nekoflow.review.pipeline import ReviewPipeline
 from nekoflow.review.rules import DEFAULT_KEYWORDS, run_rule_review
 from nekoflow.settings import Settings
 from nekoflow.storage.rereview import JobStatus, ReviewJob
+from nekoflow.usage.meter import MeteredChatModel, metered
+from nekoflow.usage.store import add_usage
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ class ReviewerSpec:
             from nekoflow.llm.factory import make_chat_model
 
             self.llm = make_chat_model(self.settings)
-        pipeline = ReviewPipeline(mode="llm", llm=self.llm, autostate=autostate)
+        pipeline = ReviewPipeline(mode="llm", llm=MeteredChatModel(self.llm), autostate=autostate)
         limiter = self.limiter or IntervalLimiter(self.settings.rereview_llm_rate_per_second)
 
         def review(inp: ReviewInput) -> ReviewOutput:
@@ -133,7 +136,7 @@ def run_batch(
     try:
         return _run_batch(engine, job_id, batch_no, spec, progress)
     except Exception as exc:
-        store.fail_batch(engine, job_id, batch_no, f"{type(exc).__name__}: {exc}")
+        store.fail_batch(engine, job_id, batch_no, safe_error(exc))
         raise
 
 
@@ -168,20 +171,23 @@ def _run_batch(
             progress({"job_id": job_id, "batch_no": batch_no, "done": seen[0], "total": total})
 
     recent = spec.settings.recent_message_limit if spec.mode == "llm" else 0
-    outcomes = review_saves(
-        saves,
-        runs,
-        spec.build(),
-        version=version,
-        job_id=job_id,
-        recent_limit=recent,
-        on_save=on_save,
-    )
+    with metered() as calls:  # LLM-mode re-reviews are paid for: count them
+        outcomes = review_saves(
+            saves,
+            runs,
+            spec.build(),
+            version=version,
+            job_id=job_id,
+            recent_limit=recent,
+            on_save=on_save,
+        )
     records = [r for o in outcomes for r in o.records]
     with Session(engine) as s:
         written = 0 if dry_run else store.insert_records(s, records)
         counts = tally(outcomes, written)
         finished = store.finish_batch(s, job_id, batch_no, counts)
+        if finished:
+            add_usage(s, calls, kind="rereview", turn_id=f"rereview:{job_id}:{batch_no}")
         s.commit()
     store.finish_if_complete(engine, job_id)
     return {

@@ -15,8 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nekoflow.debuglog import debug_detail
 from nekoflow.errors import NekoflowError
 from nekoflow.llm.base import ChatModel
+from nekoflow.redact import safe_error
 from nekoflow.review.models import (
     RELATIONSHIP_DIMENSIONS,
     ReviewInput,
@@ -100,11 +102,11 @@ def extract_json(text: str) -> dict[str, Any]:
 
 def _num(value: Any, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise LLMReviewError(f"{field}: not a number: {value!r}")
+        raise LLMReviewError(f"{field}: not a number ({type(value).__name__})")
     try:
         num = float(value)
     except ValueError:
-        raise LLMReviewError(f"{field}: not a number: {value!r}") from None
+        raise LLMReviewError(f"{field}: not a number ({type(value).__name__})") from None
     if math.isnan(num) or math.isinf(num):
         raise LLMReviewError(f"{field}: not a finite number")
     return num
@@ -260,7 +262,9 @@ def run_llm_review(
     except LLMReviewError:
         raise
     except Exception as exc:  # LLMError and anything a duck-typed client raises
-        raise LLMReviewError(f"LLM call failed: {type(exc).__name__}: {exc}") from None
+        # Never the error's message: it may quote the turn (an LLM gateway echoing the input).
+        debug_detail("LLM review call failed", exc)
+        raise LLMReviewError(f"LLM call failed: {safe_error(exc)}") from None
     if isinstance(reply, dict):
         return parse_review(json.dumps(reply, ensure_ascii=False, default=str), rule)
     return parse_review(reply, rule)

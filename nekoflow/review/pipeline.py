@@ -19,6 +19,7 @@ from typing import Any, Literal
 from nekoflow.errors import ConfigError
 from nekoflow.events import Event, EventBus, NullEventBus
 from nekoflow.llm.base import ChatModel
+from nekoflow.redact import safe_error
 from nekoflow.review.autostate import AutoStateCache, process_autostate
 from nekoflow.review.llm_review import LLMReviewError, is_chat_model_like, run_llm_review
 from nekoflow.review.models import ReviewInput, ReviewOutput
@@ -129,7 +130,7 @@ class ReviewPipeline:
             reason = (
                 exc.reason
                 if isinstance(exc, LLMReviewError)
-                else f"LLM review failed: {type(exc).__name__}: {exc}"
+                else f"LLM review failed: {safe_error(exc)}"
             )
             log.warning("LLM review fell back to rules: %s", reason)
             rule.fallback_reason = reason
@@ -221,19 +222,19 @@ def get_review_pipeline(
 
     settings = get_settings()
     autostate: AutoStateCache | None = None
-    if settings.autostate_backend == "redis" or (
-        event_bus is None and settings.event_bus == "redis"
+    if settings.effective_autostate_backend == "redis" or (
+        event_bus is None and settings.effective_event_bus == "redis"
     ):
         from nekoflow.redis_client import make_redis
 
         client = make_redis(settings.redis_url)
-        if settings.autostate_backend == "redis":
+        if settings.effective_autostate_backend == "redis":
             from nekoflow.review.autostate_redis import RedisAutoState
 
             autostate = RedisAutoState(
                 client, prefix=settings.redis_prefix, ttl_seconds=settings.autostate_ttl_seconds
             )
-        if event_bus is None and settings.event_bus == "redis":
+        if event_bus is None and settings.effective_event_bus == "redis":
             from nekoflow.events_redis import RedisEventBus
 
             event_bus = RedisEventBus(client, prefix=settings.redis_prefix)

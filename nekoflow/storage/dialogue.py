@@ -72,7 +72,8 @@ def _default_relationship() -> dict[str, int]:
 
 
 class Role(SQLModel, table=True):
-    """A character: its name, profile prompt and initial relationship state (JSON, 0–100 each)."""
+    """A character: its name, profile prompt, initial relationship state (JSON, 0–100 each) and,
+    when imported, its character card."""
 
     __tablename__: ClassVar[str] = "role"  # type: ignore[misc]
 
@@ -85,6 +86,9 @@ class Role(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )
+    #: The imported character card, every field kept (``nekoflow.characters.card.CardData`` as
+    #: JSON); None for a character made with ``character add``.
+    card: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
     @classmethod
     def new(

@@ -68,10 +68,19 @@ def read_session(engine: Engine) -> Session:
 
 
 def create_all(engine: Engine) -> None:
-    """Create every nekoflow table that does not exist yet (idempotent)."""
+    """Create every nekoflow table that does not exist yet and add the columns a database made
+    by an older release lacks (idempotent)."""
+    from nekoflow.memory.store import backfill
     from nekoflow.storage import tables  # noqa: F401  (registers every table on the metadata)
+    from nekoflow.storage.memory import ensure_memory_index
+    from nekoflow.storage.schema import add_missing_columns
 
     SQLModel.metadata.create_all(engine)
+    add_missing_columns(engine, SQLModel.metadata)
+    ensure_memory_index(engine)  # full-text index over memories (after any added columns)
+    with Session(engine) as s:  # memories from before long-term memory get their terms
+        if backfill(s):
+            s.commit()
 
 
 @contextmanager
@@ -96,7 +105,7 @@ def get_engine() -> Engine:
         from nekoflow.settings import get_settings
 
         settings = get_settings()
-        _default_engine = make_engine(settings.database_url, echo=settings.database_echo)
+        _default_engine = make_engine(settings.database_url, **settings.engine_options())
         create_all(_default_engine)
     return _default_engine
 

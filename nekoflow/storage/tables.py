@@ -9,3 +9,5 @@ from nekoflow.storage import dialogue  # noqa: F401
 from nekoflow.storage import turns  # noqa: F401
 from nekoflow.storage import worldbook  # noqa: F401
 from nekoflow.storage import rereview  # noqa: F401
+from nekoflow.delivery import tables as delivery_tables  # noqa: F401
+from nekoflow.storage import usage  # noqa: F401

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Integer, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from nekoflow.storage.dialogue import UTCDateTime, utcnow
@@ -30,16 +30,25 @@ STAGES: tuple[str, ...] = (
 
 
 class TurnStatus(StrEnum):
-    """Lifecycle of a turn: queued → running → done | failed; skipped never runs."""
+    """Lifecycle of a turn: queued → running → done | failed | superseded; skipped never runs."""
 
     queued = "queued"
     running = "running"
     done = "done"
     failed = "failed"
     skipped = "skipped"
+    #: ``on_busy = interrupt``: a newer message took over before the deltas were applied.
+    superseded = "superseded"
 
 
-FINISHED = frozenset({TurnStatus.done.value, TurnStatus.failed.value, TurnStatus.skipped.value})
+FINISHED = frozenset(
+    {
+        TurnStatus.done.value,
+        TurnStatus.failed.value,
+        TurnStatus.skipped.value,
+        TurnStatus.superseded.value,
+    }
+)
 
 
 class TurnRun(SQLModel, table=True):
@@ -69,9 +78,22 @@ class TurnRun(SQLModel, table=True):
     llm_model: str | None = Field(default=None, max_length=200)
     llm_latency_ms: float | None = None
     llm_attempts: int = 0
+    # The claim on the turn's LLM call: at most one call in flight per turn (renewed while the
+    # call runs; a crashed worker's claim runs out after ``llm_lease_seconds``).
+    llm_lease_until: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    llm_lease_owner: str | None = Field(default=None, max_length=64)
+    #: ``on_busy = merge``: the turn does not start before this time (the debounce window).
+    not_before: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     publishes: int = 0
+    # Delivery of the reply (nekoflow.delivery): which bot answers, whether nekoflow sends the
+    # reply itself (False: the adapter author does), and how far that got — None (nothing to
+    # send), pending, sending, sent or failed, with the reason (ids and codes only).
+    bot: str | None = Field(default=None, max_length=128)
+    deliver: bool | None = None
+    delivery_status: str | None = Field(default=None, max_length=16)
+    delivery_reason: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )
@@ -103,6 +125,39 @@ class TurnStage(SQLModel, table=True):
     stage: str = Field(primary_key=True, max_length=32)
     result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class TurnMessage(SQLModel, table=True):
+    """A user message merged into a queued turn of its scope (``on_busy = merge``): the turn
+    answers its own message and every merged one; each keeps its own dialogue line and time."""
+
+    __tablename__: ClassVar[str] = "turn_message"  # type: ignore[misc]
+    __table_args__ = (UniqueConstraint("dedupe_key", name="uq_turn_message_dedupe_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    turn_id: str = Field(
+        max_length=64, foreign_key="turn_run.turn_id", ondelete="CASCADE", index=True
+    )
+    dedupe_key: str | None = Field(default=None, max_length=600)
+    request: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
+    )
+
+
+class TurnStageRun(SQLModel, table=True):
+    """How many times a stage of a turn actually ran (redeliveries and retries included)."""
+
+    __tablename__: ClassVar[str] = "turn_stage_run"  # type: ignore[misc]
+
+    turn_id: str = Field(
+        primary_key=True, max_length=64, foreign_key="turn_run.turn_id", ondelete="CASCADE"
+    )
+    stage: str = Field(primary_key=True, max_length=32)
+    runs: int = 0
+    last_run_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )
 
@@ -140,7 +195,7 @@ class Relationship(SQLModel, table=True):
 
 
 class MemoryRecord(SQLModel, table=True):
-    """A memory written by a turn's review, read back by later turns of the same scope."""
+    """A memory of a scope: a fact a turn's review wrote, or a summary of older dialogue."""
 
     __tablename__: ClassVar[str] = "memory_record"  # type: ignore[misc]
     __table_args__ = (Index("ix_memory_scope", "role_id", "scope_id", "expires_at"),)
@@ -159,6 +214,33 @@ class MemoryRecord(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )
+    # Long-term memory (nekoflow.memory.store); every column nullable or server-defaulted so an
+    # older database gains them automatically.
+    #: "fact" (written by a review) or "summary" (of an older span of the dialogue).
+    kind: str = Field(
+        default="fact", sa_column=Column(String(16), nullable=False, server_default="fact")
+    )
+    #: The lexical index terms (words + CJK bigrams, space separated, scope token first).
+    terms: str | None = Field(default=None, sa_type=Text)
+    #: What the memory is about (a detected slot like ``name`` or the normalised title): a new
+    #: memory with the same key restates or contradicts this one.
+    fact_key: str | None = Field(default=None, max_length=200)
+    updated_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    last_accessed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    access_count: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default="0")
+    )
+    #: How many turns stated this memory (1 + restatements).
+    mentions: int = Field(default=1, sa_column=Column(Integer, nullable=False, server_default="1"))
+    #: The memory that replaced this one (a contradiction): kept as history, never retrieved.
+    superseded_by: int | None = None
+    superseded_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    #: A summary's span on the dialogue path: first and last line id it covers.
+    span_from_line: int | None = None
+    span_to_line: int | None = None
+    #: The embedding of title + content (optional embeddings endpoint) and its model.
+    embedding: list[float] | None = Field(default=None, sa_column=Column(JSON))
+    embedding_model: str | None = Field(default=None, max_length=200)
 
 
 class PlotNode(SQLModel, table=True):
@@ -194,3 +276,6 @@ class WorldBookSuggestion(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )
+
+
+from nekoflow.storage import memory as _memory  # noqa: E402,F401  (memory_term_stat, index DDL)

@@ -23,6 +23,7 @@ class WorldBookRow(SQLModel, table=True):
     created_at: str = ""
     updated_at: str = ""
     revision: str = ""
+    rules: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=True))
 
 
 class WorldBookEntryRow(SQLModel, table=True):
@@ -52,3 +53,4 @@ class WorldBookEntryRow(SQLModel, table=True):
     weight: int = 0
     created_at: str = ""
     updated_at: str = ""
+    rules: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=True))

@@ -7,37 +7,70 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from sqlmodel import Session, col, select
 
-from nekoflow.errors import NekoflowError
-from nekoflow.settings import get_settings
-from nekoflow.storage import get_engine
-from nekoflow.storage.dialogue import Role
-from nekoflow.storage.turns import STAGES, TurnRun, TurnStage, TurnStatus
-from nekoflow.turns.characters import resolve_role
-from nekoflow.turns.deps import TurnDeps
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
-console = Console()
+    from nekoflow.turns.deps import TurnDeps
+
+
+class StatusChoice(StrEnum):
+    """``--status`` values: TurnStatus's, kept here so ``--help`` imports no SQL layer (a test
+    checks the two agree)."""
+
+    queued = "queued"
+    running = "running"
+    done = "done"
+    failed = "failed"
+    skipped = "skipped"
+    superseded = "superseded"
+
+
+class _LazyConsole:
+    """rich's Console, imported on first use (keeps ``--help`` fast)."""
+
+    _console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _LazyConsole._console is None:
+            from rich.console import Console
+
+            _LazyConsole._console = Console()
+        return getattr(_LazyConsole._console, name)
+
+
+console: Any = _LazyConsole()
+
+
+def escape(text: str) -> str:
+    """rich markup escaping (imported lazily)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 @contextmanager
 def _runtime() -> Iterator[TurnDeps]:
     """Real workers when a broker is configured, else an embedded worker on the settings' DB."""
+    from nekoflow.settings import get_settings
     from tasks.embedded import broker_configured, embedded_worker
     from tasks.runtime import get_deps
 
     if broker_configured():
+        from nekoflow.startup import check_broker, check_redis
+
+        settings = get_settings()
+        check_broker(settings.broker_url or "")  # before anything is written
+        if settings.redis_configured:
+            check_redis(settings.redis_url)
         yield get_deps()
         return
     with embedded_worker(get_settings()) as deps:
@@ -46,6 +79,10 @@ def _runtime() -> Iterator[TurnDeps]:
 
 def _stages_done(s: Session, turn_ids: list[str]) -> dict[str, list[str]]:
     """The stages each turn has stored a result for, in chain order (one query)."""
+    from sqlmodel import col, select
+
+    from nekoflow.storage.turns import STAGES, TurnStage
+
     done: dict[str, set[str]] = {t: set() for t in turn_ids}
     if turn_ids:
         rows = s.exec(
@@ -67,6 +104,12 @@ def turn_command(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply.")] = 120.0,
 ) -> None:
     """Send one message through the whole chain (as the Web channel) and print the reply."""
+    from sqlmodel import Session, col, select
+
+    from nekoflow.errors import NekoflowError
+    from nekoflow.storage.dialogue import Role
+    from nekoflow.turns.characters import resolve_role
+
     with _runtime() as deps:
         with Session(deps.engine) as s:
             if s.exec(select(Role.id).limit(1)).first() is None:
@@ -120,13 +163,34 @@ def turn_command(
             raise typer.Exit(1)
 
 
+def _refs(refs: list[dict[str, Any]]) -> str:
+    """``#12 0.93; summary #4`` — a prompt's memories by id and score (never text)."""
+    parts = []
+    for r in refs:
+        score = r.get("score")
+        kind = "" if r.get("kind", "fact") == "fact" else f"{r.get('kind')} "
+        parts.append(f"{kind}#{r.get('id')}" + (f" {score:.2f}" if score is not None else ""))
+    return "; ".join(parts)
+
+
 def runs_command(
     limit: Annotated[int, typer.Option(min=1, help="How many turns to show.")] = 20,
     scope: Annotated[str | None, typer.Option(help="Only this scope id.")] = None,
-    status: Annotated[TurnStatus | None, typer.Option(help="Only turns with this status.")] = None,
+    status: Annotated[
+        StatusChoice | None, typer.Option(help="Only turns with this status.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
-    """List recent turns: status, stages done, model, latency and tokens."""
+    """List recent turns: status, stages done, model, latency, tokens, world-book entries."""
+    import json
+
+    from sqlmodel import Session, col, select
+
+    from nekoflow.observability.turn_view import turn_inputs
+    from nekoflow.storage import get_engine
+    from nekoflow.storage.turns import STAGES, TurnRun
+    from nekoflow.turns import store
+
     engine = get_engine()
     with Session(engine) as s:
         query = select(TurnRun).order_by(col(TurnRun.created_at).desc()).limit(limit)
@@ -136,42 +200,65 @@ def runs_command(
             query = query.where(TurnRun.status == status.value)
         runs = list(s.exec(query).all())
         stages = _stages_done(s, [r.turn_id for r in runs])
+    inputs = turn_inputs(engine, [r.turn_id for r in runs])
     if as_json:
+        runs_by_turn = store.stage_runs(engine, [r.turn_id for r in runs])
         for r in runs:
-            row = r.model_dump(mode="json", exclude={"request", "context", "rendered"})
+            row = r.model_dump(
+                mode="json", exclude={"request", "context", "rendered", "llm_lease_owner"}
+            )
             row["stages"] = stages[r.turn_id]
+            row["stage_runs"] = runs_by_turn[r.turn_id]
+            row["injected"] = inputs[r.turn_id].injected
+            row["memories"] = inputs[r.turn_id].memory_count
+            row["memory_refs"] = inputs[r.turn_id].memory_refs
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
-    table = Table()
-    for name in ("turn", "created", "scope", "status", "stages", "model", "ms", "tokens"):
-        table.add_column(name, overflow="fold")
+    # One block per turn, plain lines that are never wrapped or cut: ids stay whole and
+    # copyable at 80 columns and in pipes.
     for r in runs:
         tokens = (
-            f"{r.prompt_tokens or 0}+{r.completion_tokens or 0}"
+            f"tokens {r.prompt_tokens or 0}+{r.completion_tokens or 0}"
             if r.prompt_tokens is not None
             else ""
         )
-        table.add_row(
-            r.turn_id[:8],
-            r.created_at.strftime("%m-%d %H:%M:%S"),
-            escape(r.scope_id or ""),
+        head = [
+            r.turn_id,
             r.status,
-            f"{len(stages[r.turn_id])}/{len(STAGES)}",
-            escape(r.llm_model or ""),
-            f"{r.llm_latency_ms:.0f}" if r.llm_latency_ms is not None else "",
+            r.created_at.strftime("%m-%d %H:%M:%S"),
+            f"stages {len(stages[r.turn_id])}/{len(STAGES)}",
+            r.llm_model or "",
+            f"{r.llm_latency_ms:.0f} ms" if r.llm_latency_ms is not None else "",
             tokens,
-        )
-    console.print(table)
-    for r in runs:  # reasons are long: one line each under the table, never cut
-        if r.reason:
-            console.print(f"{r.turn_id[:8]} {r.status}: {escape(r.reason)}", soft_wrap=True)
+            f"delivery {r.delivery_status}" if r.delivery_status else "",
+        ]
+        typer.echo("  ".join(part for part in head if part))
+        typer.echo(f"    scope {r.scope_id or '-'}")
+        view = inputs[r.turn_id]
+        if view.injected:
+            entries = "; ".join(f"{e['id']} {e['name']}".strip() for e in view.injected)
+            typer.echo(f"    world book: {entries}")
+        if view.memory_refs:
+            typer.echo(f"    memories: {_refs(view.memory_refs)}")
+        elif view.memory_count:
+            typer.echo(f"    memories: {view.memory_count}")
+        if r.reason:  # reasons are long: one line each, never cut
+            typer.echo(f"    {r.status}: {r.reason}")
+        if r.delivery_reason and r.delivery_status == "failed":
+            typer.echo(f"    {r.turn_id} delivery failed: {r.delivery_reason}")
+    if not runs:
+        typer.echo("no turns yet")
 
 
 def sweep_command() -> None:
     """Re-publish turns stuck past the lease (what the beat task does every interval)."""
+    from tasks.deliver import republish_deliveries
     from tasks.turns import republish_stuck
 
     republished = republish_stuck()
     console.print(f"re-published {len(republished)} stuck turn(s)")
+    deliveries = republish_deliveries()
+    if deliveries:
+        console.print(f"re-published {len(deliveries)} stalled deliveries")
     for turn_id in republished:
         console.print(f"  {turn_id}")

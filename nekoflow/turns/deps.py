@@ -13,11 +13,16 @@ from nekoflow.channels import (
     load_runtime_config,
 )
 from nekoflow.channels.adapters import BaseChannelAdapter, get_adapter
+from nekoflow.delivery.ratelimit import InMemoryRateLimiter, RateLimiter
 from nekoflow.events import EventBus, NullEventBus
+from nekoflow.flow.policy import FlowConfig, load_flow_config
 from nekoflow.llm.base import ChatModel
 from nekoflow.review.pipeline import ReviewPipeline
 from nekoflow.settings import Settings
 from nekoflow.storage.turns import TurnRun
+from nekoflow.usage.meter import MeteredChatModel
+from nekoflow.usage.quota_redis import QuotaCounters
+from nekoflow.worldbook.budgets import lore_recall_config
 from nekoflow.worldbook.cooldowns import Cooldowns, InMemoryCooldowns
 from nekoflow.worldbook.models import WorldBookRecallConfig
 
@@ -27,6 +32,17 @@ Publisher = Callable[[TurnRun], None]
 
 def _no_publisher(run: TurnRun) -> None:
     raise RuntimeError(f"no publisher configured to start turn {run.turn_id}")
+
+
+class _NamedModel:
+    """A chat model whose replies report another model name (the scripted stand-in)."""
+
+    def __init__(self, inner: ChatModel, name: str) -> None:
+        self.inner, self.name = inner, name
+
+    def complete(self, messages: Any, **kwargs: Any) -> Any:
+        """The inner model's reply, reported as coming from ``name``."""
+        return self.inner.complete(messages, **kwargs).model_copy(update={"model": self.name})
 
 
 @dataclass
@@ -42,7 +58,27 @@ class TurnDeps:
     events: EventBus = field(default_factory=NullEventBus)
     publish: Publisher = _no_publisher
     recall_config: WorldBookRecallConfig = field(default_factory=WorldBookRecallConfig)
+    #: Conversation-flow policies (``[conversation_flow*]`` in config.ini) and the limiter
+    #: their rate limits use (Redis across enqueuers when Redis is configured).
+    flow: FlowConfig = field(default_factory=FlowConfig)
+    rate_limiter: RateLimiter = field(default_factory=InMemoryRateLimiter)
+    #: Today's token totals for quota checks, cached in Redis (None: read from SQL each time).
+    quota_counters: QuotaCounters | None = None
     _adapters: dict[str, BaseChannelAdapter] = field(default_factory=dict)
+    _models: dict[str, ChatModel] = field(default_factory=dict)
+
+    def model_named(self, name: str) -> ChatModel:
+        """This deployment's provider serving model ``name`` (a quota's fallback model)."""
+        if name not in self._models:
+            if self.settings.llm_provider == "openai":
+                from nekoflow.llm.factory import make_chat_model
+
+                self._models[name] = make_chat_model(
+                    self.settings.model_copy(update={"llm_model": name})
+                )
+            else:  # the offline scripted model: the same replies, reported under that name
+                self._models[name] = _NamedModel(self.chat_model, name)
+        return self._models[name]
 
     def adapter(self, channel: str) -> BaseChannelAdapter:
         """The adapter for ``channel``, built once with ``settings.adapter_options[channel]``."""
@@ -69,13 +105,13 @@ class TurnDeps:
         from nekoflow.storage import create_all, make_engine
 
         if engine is None:
-            engine = make_engine(settings.database_url, echo=settings.database_echo)
+            engine = make_engine(settings.database_url, **settings.engine_options())
             create_all(engine)
         redis_client = None
         needs_redis = (
             (cooldowns is None and settings.uses_redis_cooldowns)
-            or settings.autostate_backend == "redis"
-            or (events is None and settings.event_bus == "redis")
+            or settings.effective_autostate_backend == "redis"
+            or (events is None and settings.effective_event_bus == "redis")
         )
         if needs_redis:
             from nekoflow.redis_client import make_redis
@@ -89,14 +125,14 @@ class TurnDeps:
             else:
                 cooldowns = InMemoryCooldowns()
         if events is None:
-            if settings.event_bus == "redis":
+            if settings.effective_event_bus == "redis":
                 from nekoflow.events_redis import RedisEventBus
 
                 events = RedisEventBus(redis_client, prefix=settings.redis_prefix)
             else:
                 events = NullEventBus()
         autostate: AutoStateCache | None = None
-        if settings.autostate_backend == "redis":
+        if settings.effective_autostate_backend == "redis":
             from nekoflow.review.autostate_redis import RedisAutoState
 
             autostate = RedisAutoState(
@@ -106,11 +142,24 @@ class TurnDeps:
             )
         model = chat_model or make_chat_model(settings)
         review = ReviewPipeline(
-            mode=settings.review_mode, event_bus=events, llm=model, autostate=autostate
+            mode=settings.review_mode,
+            event_bus=events,
+            llm=MeteredChatModel(model),  # the review stage counts what its calls cost
+            autostate=autostate,
         )
         dispatcher = CharacterRuntimeContextDispatcher(
             load_runtime_config(settings.runtime_config_path, missing_ok=True)
         )
+        flow = load_flow_config(settings.runtime_config_path)
+        limiter: RateLimiter = InMemoryRateLimiter()
+        counters: QuotaCounters | None = None
+        if settings.uses_redis_cooldowns:  # shared state lives in Redis: so do rate limits
+            from nekoflow.delivery.ratelimit_redis import RedisRateLimiter
+            from nekoflow.redis_client import make_redis
+
+            client = redis_client or make_redis(settings.redis_url)
+            limiter = RedisRateLimiter(client, prefix=settings.redis_prefix)
+            counters = QuotaCounters(client, prefix=settings.redis_prefix)
         return cls(
             settings=settings,
             engine=engine,
@@ -120,5 +169,13 @@ class TurnDeps:
             dispatcher=dispatcher,
             events=events,
             publish=publish or _no_publisher,
-            recall_config=WorldBookRecallConfig(recent_message_limit=settings.recent_message_limit),
+            recall_config=lore_recall_config(
+                context_window=settings.llm_context_window,
+                lore_share=settings.lore_budget_share,
+                oversize=settings.lore_oversize,
+                recent_message_limit=settings.recent_message_limit,
+            ),
+            flow=flow,
+            rate_limiter=limiter,
+            quota_counters=counters,
         )

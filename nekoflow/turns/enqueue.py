@@ -6,10 +6,18 @@ import uuid
 from typing import Any
 
 from nekoflow.channels import ChatRequest
+from nekoflow.channels.config_watch import refresh as refresh_config
+from nekoflow.delivery.runner import initial_delivery_status
+from nekoflow.flow import store as flow_store
+from nekoflow.flow.admission import admit
+from nekoflow.flow.notice import send_notice
+from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.handle import TurnHandle
+from nekoflow.turns.notify import notifier_for
+from nekoflow.turns.sweep import publish_claimed
 
 
 def dedupe_key(channel: str, req: ChatRequest) -> str | None:
@@ -25,31 +33,98 @@ def dedupe_key(channel: str, req: ChatRequest) -> str | None:
     return key
 
 
-def submit_turn(deps: TurnDeps, channel: str, raw_event: Any) -> TurnHandle:
+def submit_turn(
+    deps: TurnDeps,
+    channel: str,
+    raw_event: Any,
+    *,
+    bot: str | None = None,
+    deliver: bool = True,
+) -> TurnHandle:
     """Parse ``raw_event`` with the channel's adapter and start a turn when it should be answered.
 
     The TurnRun row is written before anything is published. Returns a skipped handle (with
     the reason) for non-chat events, disabled channels and messages that do not trigger.
     Malformed events raise the adapter's ``InputError`` naming the field.
+
+    ``bot`` names the platform bot that received the event (and answers); ``deliver=False``
+    leaves sending the reply to the caller (no outbox, no deliver task). A message skipped
+    ``rate_limited`` gets the channel's ``rate_limit_reply`` (once per window) only when
+    ``deliver`` is true.
     """
+    refresh_config(deps)  # config.ini edited since: enable/disable channels without a restart
     adapter = deps.adapter(channel)
     req = adapter.parse_event(raw_event)
     if req is None:
+        hooks.turn_ended(channel, "skipped", "not_a_chat_message")
         return TurnHandle.skipped("not a chat message", channel=channel)
     decision = deps.dispatcher.dispatch(req, adapter)
     if not decision.accepted:
         reason = decision.reason.value if decision.reason is not None else "skipped"
+        hooks.turn_ended(decision.channel, "skipped", reason)
         return TurnHandle.skipped(reason, channel=decision.channel)
+    policy = deps.flow.for_channel(adapter.channel_name)
+    key = dedupe_key(adapter.channel_name, req)
+    if bot and key:
+        key += f"@{bot}"  # two bots in one group each answer the same message
+    admission = admit(
+        deps.engine,
+        deps.rate_limiter,
+        policy,
+        channel=adapter.channel_name,
+        scope_id=decision.scope_id,
+        req=req,
+        dedupe_key=key,
+        notice=deliver,
+    )
+    notifier = notifier_for(deps.settings)
+    if admission.superseded is not None:
+        hooks.turn_ended(adapter.channel_name, "superseded", turn_id=admission.superseded)
+        # The superseded turn will not hand its scope on: start the next queued turn now.
+        nxt = store.next_queued_in_scope(deps.engine, decision.scope_id)
+        if nxt is not None and store.first_publish(deps.engine, nxt.turn_id):
+            publish_claimed(deps, nxt)
+    if admission.kind == "skipped":
+        hooks.turn_ended(adapter.channel_name, "skipped", admission.reason or "skipped")
+        if admission.notice and policy.rate_limit_reply:
+            send_notice(  # the window's one reply; delivered like any reply (outbox, outbound)
+                deps,
+                channel=adapter.channel_name,
+                scope_id=decision.scope_id,
+                character_id=decision.character_id,
+                req=req,
+                context=decision.context.model_dump(mode="json"),
+                text=policy.rate_limit_reply,
+                bot=bot,
+            )
+        return TurnHandle.skipped(admission.reason or "skipped", channel=adapter.channel_name)
+    if admission.kind == "merged":
+        # Resolves to the reply of the turn the message was merged into.
+        return TurnHandle(
+            admission.turn_id, deps.engine, channel=adapter.channel_name, notifier=notifier
+        )
     run = TurnRun(
         turn_id=uuid.uuid4().hex,
         channel=adapter.channel_name,
         scope_id=decision.scope_id,
         character_id=decision.character_id,
-        dedupe_key=dedupe_key(adapter.channel_name, req),
+        dedupe_key=key,
+        not_before=admission.not_before,
         request=req.model_dump(mode="json"),
         context=decision.context.model_dump(mode="json"),
+        bot=bot or None,
+        deliver=deliver,
     )
-    row, created = store.create_turn_run(deps.engine, run)
+    run.delivery_status = initial_delivery_status(run, deps.settings)
+    if admission.merge:
+        new_row, merged_into = flow_store.create_or_merge(deps.engine, run, policy)
+        if new_row is None:
+            return TurnHandle(merged_into, deps.engine, channel=run.channel, notifier=notifier)
+        row, created = new_row, True
+    else:
+        row, created = store.create_turn_run(deps.engine, run)
     if created and store.publish_first_if_next(deps.engine, row):
-        deps.publish(row)
-    return TurnHandle(row.turn_id, deps.engine, channel=row.channel)
+        # A broker outage does not lose the turn or hide its id: it stays queued with its
+        # publish pending and the sweeper publishes it (TurnHandle.publish_pending says so).
+        publish_claimed(deps, row)
+    return TurnHandle(row.turn_id, deps.engine, channel=row.channel, notifier=notifier)

@@ -24,6 +24,9 @@ class DispatchResult(_Result):
     display_name: str = ""
     sent_at: datetime | None = None
     real_time: dict[str, Any] = Field(default_factory=dict)
+    #: ``on_busy = merge``: the later messages merged into this turn, frozen when it started:
+    #: ``{"request": <ChatRequest>, "sent_at": <iso time>}`` each, in arrival order.
+    merged: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class InjectedEntry(_Result):
@@ -40,8 +43,23 @@ class BeforeTurnResult(_Result):
     """The rendered system prompt and what went into it."""
 
     system_prompt: str
+    #: Inserts into the chat (``DepthInsert`` fields: depth, role, content, order): lore at a
+    #: depth and the character card's note (``depth_prompt``).
+    depth_inserts: list[dict[str, Any]] = Field(default_factory=list)
+    #: The card's ``post_history_instructions``, macros rendered: the last message sent.
+    post_history: str = ""
+    #: How many example dialogues of the card are in the system prompt.
+    examples: int = 0
     injected: list[InjectedEntry] = Field(default_factory=list)
     memories: int = 0
+    #: The memories and summaries in the prompt: ``{id, kind, score, relevance, importance,
+    #: recency}`` (ids and numbers, never text).
+    memory_refs: list[dict[str, Any]] = Field(default_factory=list)
+    #: How many of the newest dialogue lines the token-sized history window holds (None: a
+    #: result stored before the window was sized by tokens, which held ``history_limit``).
+    history_lines: int | None = None
+    #: The dialogue reaches past the window: older lines are only in summaries.
+    history_beyond: bool = False
     relationship: dict[str, int] = Field(default_factory=dict)
 
 
@@ -70,6 +88,11 @@ class ApplyResult(_Result):
 
     relationship: dict[str, int] = Field(default_factory=dict)
     memories: int = 0
+    #: What consolidation did with the review's memories: added, updated, unchanged (NOOP),
+    #: superseded (old facts a contradiction replaced).
+    memory_ops: dict[str, int] = Field(default_factory=dict)
     plot_nodes: int = 0
     world_book_suggestions: int = 0
     applied: bool = True
+    #: The scope's history outgrew the window: a summary task was due after this turn.
+    summarize: bool = False

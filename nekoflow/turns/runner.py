@@ -13,13 +13,22 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from nekoflow.debuglog import debug_detail
 from nekoflow.errors import InputError
 from nekoflow.llm.base import LLMError
+from nekoflow.redact import safe_error
 from nekoflow.storage.turns import STAGES
+from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
-from nekoflow.turns.errors import TurnFailed, TurnNotRunnable
+from nekoflow.turns.errors import (
+    LLMAttemptFailed,
+    StageBusy,
+    TurnFailed,
+    TurnNotRunnable,
+    TurnSkipped,
+)
 from nekoflow.turns.retry import backoff_delay, should_retry
-from nekoflow.turns.stages import STAGE_FUNCS, fail_turn
+from nekoflow.turns.stages import STAGE_FUNCS, fail_turn, skip_turn
 
 log = logging.getLogger(__name__)
 
@@ -34,42 +43,77 @@ class Outcome:
 
 
 def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1) -> Outcome:
-    """Run ``stage`` of ``turn_id`` (attempt ``attempt``, counting from 1).
+    """Run ``stage`` of ``turn_id`` (attempt ``attempt`` of this chain, counting from 1).
 
     - ``ok``: the stage completed (or had completed before).
     - ``stop``: the turn is not runnable now (finished, or waiting behind an earlier turn of
       its scope): end this chain without error.
-    - ``retry``: a retryable failure (LLM timeout/429/5xx, a database or Redis hiccup); run
-      the stage again after ``delay`` seconds.
+    - ``retry``: a retryable failure (LLM timeout/429/5xx, a database or Redis hiccup), or
+      another chain of the turn is calling the model right now; run the stage again after
+      ``delay`` seconds.
     - ``failed``: the turn has been ended as failed (user line kept, no deltas, failure reply).
+
+    LLM attempts are counted per turn (stored on the TurnRun), not per chain. Every reason is
+    built by :func:`nekoflow.redact.safe_error` — class, status and field names, never an
+    error's message, which may quote the user; the detail goes to the opt-in debug log.
     """
+    token = store.STAGE_COUNTED.set(False)
+    try:
+        return _execute(deps, stage, turn_id, attempt)
+    finally:
+        if not store.STAGE_COUNTED.get():  # stored nothing: count this execution separately
+            try:
+                store.count_stage_run(deps.engine, turn_id, stage)
+            except Exception as exc:  # bookkeeping never stops a stage
+                log.warning("turn %s: could not count %s (%s)", turn_id, stage, safe_error(exc))
+        store.STAGE_COUNTED.reset(token)
+
+
+def _execute(deps: TurnDeps, stage: str, turn_id: str, attempt: int) -> Outcome:
     settings = deps.settings
     try:
         STAGE_FUNCS[stage](deps, turn_id)
         return Outcome("ok")
     except TurnNotRunnable as exc:
         return Outcome("stop", reason=str(exc))
+    except StageBusy as exc:
+        delay = min(max(exc.wait_seconds, 0.2), settings.llm_lease_seconds)
+        return Outcome("retry", reason=exc.reason, delay=delay)
+    except TurnSkipped as exc:
+        skip_turn(deps, turn_id, exc.reason)
+        return Outcome("stop", reason=exc.reason)
     except TurnFailed as exc:
         reason = f"{stage}: {exc.reason}"
-    except LLMError as exc:
-        if should_retry(exc, attempt, settings.llm_max_attempts):
+    except LLMAttemptFailed as failed:
+        exc, turn_attempt = failed.error, failed.attempt
+        debug_detail(f"turn {turn_id} {stage} attempt {turn_attempt}", exc)
+        if should_retry(exc, turn_attempt, settings.llm_max_attempts):
             delay = backoff_delay(
-                attempt, base=settings.llm_backoff_base, cap=settings.llm_backoff_max, error=exc
+                turn_attempt,
+                base=settings.llm_backoff_base,
+                cap=settings.llm_backoff_max,
+                error=exc if isinstance(exc, LLMError) else None,
             )
-            return Outcome("retry", reason=f"{type(exc).__name__}: {exc}", delay=delay)
-        reason = f"{stage}: LLM call failed after {attempt} attempt(s): {type(exc).__name__}: {exc}"
+            return Outcome("retry", reason=safe_error(exc), delay=delay)
+        reason = f"{stage}: LLM call failed after {turn_attempt} attempt(s): {safe_error(exc)}"
     except (InputError, ValidationError) as exc:
         # Bad data inside the turn (never a reason to crash or to retry forever).
-        reason = f"{stage}: invalid data: {exc}"
+        debug_detail(f"turn {turn_id} {stage}: invalid data", exc)
+        reason = f"{stage}: invalid data: {safe_error(exc)}"
     except Exception as exc:
+        debug_detail(f"turn {turn_id} {stage} attempt {attempt}", exc)
         if attempt < settings.stage_max_attempts:
             log.warning(
-                "turn %s: %s failed (attempt %d), retrying", turn_id, stage, attempt, exc_info=True
+                "turn %s: %s failed (attempt %d, %s), retrying",
+                turn_id,
+                stage,
+                attempt,
+                safe_error(exc),
             )
             delay = backoff_delay(attempt, base=0.5, cap=settings.llm_backoff_max)
-            return Outcome("retry", reason=f"{type(exc).__name__}: {exc}", delay=delay)
-        log.exception("turn %s: %s failed %d times", turn_id, stage, attempt)
-        reason = f"{stage}: {type(exc).__name__}: {exc}"
+            return Outcome("retry", reason=safe_error(exc), delay=delay)
+        log.error("turn %s: %s failed %d times (%s)", turn_id, stage, attempt, safe_error(exc))
+        reason = f"{stage}: {safe_error(exc)}"
     fail_turn(deps, turn_id, reason)
     return Outcome("failed", reason=reason)
 

@@ -9,6 +9,7 @@ turn cannot both move it from queued to running.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,14 +20,22 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.turns import FINISHED, ScopeCounter, TurnRun, TurnStage, TurnStatus
+from nekoflow.storage.turns import (
+    FINISHED,
+    ScopeCounter,
+    TurnRun,
+    TurnStage,
+    TurnStageRun,
+    TurnStatus,
+)
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
 _STAGE_TABLE: Any = TurnStage.__table__  # type: ignore[attr-defined]
+_STAGE_RUN_TABLE: Any = TurnStageRun.__table__  # type: ignore[attr-defined]
 
 ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 """Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
@@ -105,7 +114,8 @@ def blocking_predecessor(session: Session, run: TurnRun) -> TurnRun | None:
 
 def claim(engine: Engine, turn_id: str) -> str:
     """Try to start a turn: returns ``"claimed"``, ``"running"`` (already started — a
-    redelivery), ``"blocked"`` (an earlier turn of the scope is unfinished) or ``"finished"``.
+    redelivery), ``"blocked"`` (an earlier turn of the scope is unfinished), ``"waiting"``
+    (its merge debounce window is open: ``not_before``) or ``"finished"``.
     """
     return claim_run(engine, turn_id)[0]
 
@@ -121,6 +131,8 @@ def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
             return "finished", run
         if run.status == TurnStatus.running:
             return "running", run
+        if run.not_before is not None and run.not_before > now:
+            return "waiting", run  # on_busy = merge: its debounce window is still open
         if blocking_predecessor(s, run) is not None:
             return "blocked", run
         res = s.exec(  # type: ignore[call-overload]
@@ -180,16 +192,28 @@ def touch(
 
 
 def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
-    """The TurnRun row and every stored stage result of the turn, in one read (two queries)."""
+    """The TurnRun row and every stored stage result of the turn, in one statement (a join):
+    every stage starts with this read, so it is one round trip and one transaction."""
     with read_session(engine) as s:
-        run = s.get(TurnRun, turn_id)
-        if run is None:
-            return None, {}
-        rows = s.exec(
-            select(TurnStage.stage, TurnStage.result).where(TurnStage.turn_id == turn_id)
-        ).all()
-        s.expunge(run)
-        return run, {stage: dict(result) for stage, result in rows}
+        return load_turn_in(s, turn_id)
+
+
+def load_turn_in(
+    session: Session, turn_id: str
+) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
+    """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
+    saving a transaction); the run row comes back detached."""
+    stmt = (
+        select(TurnRun, TurnStage.stage, TurnStage.result)
+        .outerjoin(TurnStage, col(TurnStage.turn_id) == col(TurnRun.turn_id))
+        .where(TurnRun.turn_id == turn_id)
+    )
+    rows = session.exec(stmt).all()
+    if not rows:
+        return None, {}
+    run = rows[0][0]
+    session.expunge(run)
+    return run, {stage: dict(result) for _, stage, result in rows if stage is not None}
 
 
 def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
@@ -224,7 +248,25 @@ def put_stage(
         .where(_RUN_TABLE.c.turn_id == turn_id)
         .values(stage=stage, updated_at=now, **run_fields)
     )
+    # This execution of the stage is counted in the same transaction (no extra round trip on
+    # the common path); executions that store nothing are counted by the runner.
+    session.execute(_count_stmt(session.get_bind().dialect.name, turn_id, stage, now))
+    STAGE_COUNTED.set(True)
     return True
+
+
+STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "nekoflow_stage_counted", default=False
+)
+"""Set when ``put_stage`` counted the running stage execution (the runner then need not)."""
+
+
+def _count_stmt(dialect: str, turn_id: str, stage: str, now: datetime) -> Any:
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_STAGE_RUN_TABLE)
+    return ins.values(turn_id=turn_id, stage=stage, runs=1, last_run_at=now).on_conflict_do_update(
+        index_elements=["turn_id", "stage"],
+        set_={"runs": _STAGE_RUN_TABLE.c.runs + 1, "last_run_at": now},
+    )
 
 
 def finish(
@@ -302,9 +344,53 @@ def stuck_turns(
         ).all()
         out: list[TurnRun] = []
         for run in rows:
-            if run.status == TurnStatus.running or blocking_predecessor(s, run) is None:
+            if run.status == TurnStatus.running:
+                lease = run.llm_lease_until
+                if lease is not None and lease > (now or utcnow()):
+                    continue  # its LLM call is still running somewhere (the lease is renewed)
+                out.append(run)
+            elif blocking_predecessor(s, run) is None:
                 out.append(run)
         return out
+
+
+def pending_publishes(
+    engine: Engine, *, grace: timedelta = timedelta(seconds=5), limit: int = 500
+) -> list[TurnRun]:
+    """Queued turns next in their scope whose chain was never handed to the broker (the broker
+    was unreachable when they became next), untouched for ``grace`` (an enqueuer may be
+    publishing right now): the sweeper publishes them."""
+    cutoff = utcnow() - grace
+    with Session(engine, expire_on_commit=False) as s:
+        rows = s.exec(
+            select(TurnRun)
+            .where(
+                TurnRun.status == TurnStatus.queued.value,
+                TurnRun.publishes == 0,
+                TurnRun.updated_at < cutoff,  # type: ignore[arg-type]
+            )
+            .order_by(TurnRun.created_at)  # type: ignore[arg-type]
+            .limit(limit)
+        ).all()
+        return [run for run in rows if blocking_predecessor(s, run) is None]
+
+
+def publish_failed(engine: Engine, turn_id: str) -> None:
+    """Undo a claimed first publication that did not reach the broker: the turn is pending
+    again and the sweeper will publish it."""
+    with Session(engine) as s:
+        s.exec(  # type: ignore[call-overload]
+            update(TurnRun)
+            .where(
+                and_(
+                    TurnRun.turn_id == turn_id,
+                    TurnRun.status == TurnStatus.queued.value,
+                    TurnRun.publishes == 1,
+                )
+            )
+            .values(publishes=0)
+        )
+        s.commit()
 
 
 def first_publish(engine: Engine, turn_id: str) -> bool:
@@ -321,3 +407,50 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         )
         s.commit()
         return res.rowcount == 1
+
+
+def count_stage_run(engine: Engine, turn_id: str, stage: str) -> None:
+    """Count one execution of ``stage`` that stored nothing (a redelivery finding a stored
+    result, a stop, a retry, a failure) in its own small transaction.
+
+    Bookkeeping only, so on PostgreSQL it commits without waiting for the WAL flush.
+    """
+    with Session(engine) as s:
+        if engine.dialect.name == "postgresql":
+            s.execute(ASYNC_COMMIT)
+        try:
+            s.execute(_count_stmt(engine.dialect.name, turn_id, stage, utcnow()))
+        except IntegrityError:  # no such turn (a stray message): nothing to count
+            s.rollback()
+            return
+        s.commit()
+
+
+def stage_runs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+    """``{turn_id: {stage: runs}}``: how many times each stage of each turn actually ran."""
+    ids = list(turn_ids)
+    out: dict[str, dict[str, int]] = {tid: {} for tid in ids}
+    if not ids:
+        return out
+    with read_session(engine) as s:
+        rows = s.exec(
+            select(TurnStageRun.turn_id, TurnStageRun.stage, TurnStageRun.runs).where(
+                col(TurnStageRun.turn_id).in_(ids)
+            )
+        ).all()
+    for turn_id, stage, runs in rows:
+        out[turn_id][stage] = runs
+    return out
+
+
+def lock_running(session: Session, turn_id: str) -> bool:
+    """Lock the turn's row in the caller's transaction if it is still ``running`` (a no-op
+    UPDATE: a PostgreSQL row lock, SQLite's write lock); False when it is not."""
+    res = session.execute(
+        update(_RUN_TABLE)
+        .where(
+            and_(_RUN_TABLE.c.turn_id == turn_id, _RUN_TABLE.c.status == TurnStatus.running.value)
+        )
+        .values(updated_at=utcnow())
+    )
+    return bool(res.rowcount)

@@ -23,7 +23,7 @@ def test_all_reachable(client: TestClient) -> None:
     assert r.status_code == 200, r.text
     data = r.json()
     assert data["status"] == "ok" and data["failing"] == []
-    assert set(data["checks"]) == {"database", "redis", "broker"}
+    assert set(data["checks"]) == {"database", "redis", "broker", "config"}  # issue 15: config.ini
     assert all(c["ok"] for c in data["checks"].values())
     assert data["checks"]["redis"]["detail"] == "PONG"
 

@@ -167,7 +167,8 @@ def _serial_apply(engine) -> dict:
                     mems += [m.title for m in o.memory_items]
                 if o.plot_update:
                     plots.append(o.plot_update.title)
-            result[(save.role_id, save.scope_id)] = (state, sorted(mems), sorted(plots))
+            # consolidation folds a restated memory (the same words again) into the first one
+            result[(save.role_id, save.scope_id)] = (state, sorted(set(mems)), sorted(plots))
     return result
 
 

@@ -492,7 +492,7 @@ class RaisingLLM:
 @pytest.mark.parametrize(
     ("llm", "reason"),
     [
-        (RaisingLLM(), "RuntimeError: socket closed"),
+        (RaisingLLM(), "LLM call failed: RuntimeError"),
         (ChatClient(12345), "not text"),
         (ChatClient("totally not json"), "no JSON object"),
         (ChatClient(json.dumps({"relationship_delta": {"trust": "lots"}})), "trust"),

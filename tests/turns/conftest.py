@@ -25,6 +25,7 @@ from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.worldbook.cooldowns import InMemoryCooldowns
+from tests.conftest import XDIST_WORKER
 
 
 class Published(list):
@@ -94,11 +95,12 @@ class Workers:
         self,
         *,
         app: str = "tasks",
-        queues: str = "turns,llm",
+        queues: str = "turns,llm,outbound",
         concurrency: int = 2,
         beat: bool = False,
         extra_env: dict[str, str] | None = None,
         name: str | None = None,
+        pool: str = "prefork",
     ) -> subprocess.Popen:
         name = name or f"w{len(self.procs)}"
         log = self.log_dir / f"{name}.log"
@@ -114,7 +116,7 @@ class Workers:
             "-c",
             str(concurrency),
             "-P",
-            "prefork",
+            pool,
             "-n",
             f"{name}@%h",
             "-l",
@@ -163,14 +165,15 @@ class Workers:
 
 @pytest.fixture
 def worker_env(db_url: str, redis_url: str, tmp_path: Path) -> dict[str, str]:
-    """Environment of worker processes: the test database, the test Redis as broker/backend."""
+    """Environment of worker processes: the test database, the test Redis as result backend and
+    broker (or RabbitMQ as broker when NEKOFLOW_TEST_BROKER_URL is set)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
     env.update(
         NEKOFLOW_DATABASE_URL=db_url,
         NEKOFLOW_REDIS_URL=redis_url,
-        NEKOFLOW_BROKER_URL=redis_url,
+        NEKOFLOW_BROKER_URL=os.environ.get("NEKOFLOW_TEST_BROKER_URL") or redis_url,
         NEKOFLOW_RESULT_BACKEND=redis_url,
-        NEKOFLOW_REDIS_PREFIX="nftest",
+        NEKOFLOW_REDIS_PREFIX=f"nftest{XDIST_WORKER}",  # pub/sub channels span databases
         NEKOFLOW_LLM_BACKOFF_BASE="0.05",
         NEKOFLOW_LLM_BACKOFF_MAX="0.2",
         NEKOFLOW_RUNTIME_CONFIG_PATH=str(tmp_path / "absent-config.ini"),

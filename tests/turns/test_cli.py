@@ -72,7 +72,7 @@ def test_card_import_creates_role_relationship_and_bound_book(engine) -> None:
     role, book, warnings = import_card(engine, json.dumps(card(), ensure_ascii=False).encode())
     assert role.name == "风堇"
     assert "角色描述:温柔的治疗师" in role.profile_prompt
-    assert "性格:细心" in role.profile_prompt and "开场白:你来啦" in role.profile_prompt
+    assert "性格:细心" in role.profile_prompt and role.card["first_mes"] == "你来啦"
     assert role.initial_relationship == {
         "affection": 70,
         "trust": 65,

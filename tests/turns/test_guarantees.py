@@ -15,7 +15,7 @@ from nekoflow.storage.dialogue import Line, Role
 from nekoflow.storage.turns import STAGES, DeltaLedger, Relationship, TurnRun, TurnStage
 from nekoflow.turns import store
 from nekoflow.turns.characters import clamp_dimension, initial_relationship
-from tasks import enqueue_turn
+from tasks import app, enqueue_turn
 
 from .conftest import wait_for
 
@@ -99,6 +99,7 @@ def test_sigkill_at_every_stage_loses_and_duplicates_nothing(
     crash_env = {
         "NEKOFLOW_BROKER_VISIBILITY_TIMEOUT": "2",
         "NEKOFLOW_TURN_LEASE_SECONDS": "4",
+        "NEKOFLOW_LLM_TIMEOUT": "3",
         "NEKOFLOW_SWEEP_INTERVAL_SECONDS": "1",
     }
     points = [f"crash:{p}:{stage}" for stage in STAGES for p in ("before", "after")]
@@ -154,7 +155,10 @@ def test_sigkill_at_every_stage_loses_and_duplicates_nothing(
 def test_lost_messages_are_republished_by_the_sweeper(live, workers, redis_client) -> None:
     handle = enqueue_turn("web", web_event("消息会丢", "lost"))
     # the broker loses every queued message (e.g. a Redis restart without persistence)
-    redis_client.flushdb()
+    if app.conf.broker_url.startswith("amqp"):
+        app.control.purge()
+    else:
+        redis_client.flushdb()
     assert handle.status() == "queued"
     with Session(live.engine) as s:  # make the turn look stuck past its lease
         run = s.get(TurnRun, handle.turn_id)
@@ -165,3 +169,41 @@ def test_lost_messages_are_republished_by_the_sweeper(live, workers, redis_clien
     handle.wait(timeout=60)
     assert handle.status() == "done"
     assert store.get_run(live.engine, handle.turn_id).publishes >= 2
+
+
+def test_recommended_layout_survives_losing_the_llm_worker(live, workers, worker_env) -> None:
+    """README's deployment (turns on prefork, llm on a thread pool) against a model with
+    latency: SIGKILL the llm worker with calls in flight; a new one finishes every turn, once
+    each, in order per scope."""
+    from .llm_server import FakeLLM, completion
+
+    script = lambda body, n: (200, completion("【开心】好呀(点头)"), {}, 0.3)  # noqa: E731
+    with FakeLLM(script) as llm:
+        env = llm.env(
+            NEKOFLOW_BROKER_VISIBILITY_TIMEOUT="3",
+            NEKOFLOW_TURN_LEASE_SECONDS="6",
+            NEKOFLOW_LLM_TIMEOUT="4",
+            NEKOFLOW_SWEEP_INTERVAL_SECONDS="1",
+        )
+        workers.start(queues="turns,outbound", beat=True, extra_env=env, name="t")
+        first = workers.start(
+            queues="llm", pool="threads", concurrency=16, extra_env=env, name="l0"
+        )
+        scopes = [f"r{i % 4}" for i in range(16)]
+        ids = [
+            enqueue_turn("web", web_event(f"第{i}句", sc)).turn_id for i, sc in enumerate(scopes)
+        ]
+        wait_for(lambda: len(llm.calls) >= 3, 60, "calls in flight", workers.logs)
+        workers.kill(first)
+        workers.start(queues="llm", pool="threads", concurrency=16, extra_env=env, name="l1")
+        wait_for(lambda: all_finished(live.engine, ids), 180, "all turns", workers.logs)
+    with Session(live.engine) as s:
+        runs = s.exec(select(TurnRun).where(col(TurnRun.turn_id).in_(ids))).all()
+        assert all(r.status == "done" for r in runs), {r.turn_id: r.reason for r in runs}
+        assert len(s.exec(select(DeltaLedger)).all()) == len(ids)
+        for scope in set(scopes):
+            ordered = sorted(
+                (r for r in runs if r.scope_id == f"web:conversation:{scope}"), key=lambda r: r.seq
+            )
+            for prev, nxt in itertools.pairwise(ordered):
+                assert prev.finished_at <= nxt.started_at

@@ -1,0 +1,144 @@
+"""The claim on a turn's LLM call: at most one call in flight per turn, across all chains.
+
+A turn can have two live chains (the sweeper re-published it while a slow call was running, or a
+message was redelivered). Before calling the model, a chain takes the turn's LLM lease with one
+conditional UPDATE that also counts the attempt; while the call runs a heartbeat renews the lease
+(and ``updated_at``, so the sweeper sees the turn moving); afterwards the lease is released. A
+crashed worker's lease simply runs out. The attempt counter is the turn's own, so a re-published
+chain does not start counting again.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Literal
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.engine import Engine
+
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.turns import TurnRun, TurnStatus
+
+_RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class LeaseAttempt:
+    """The outcome of trying to claim a turn's LLM call."""
+
+    kind: Literal["claimed", "busy", "exhausted", "not_running"]
+    attempt: int = 0
+    owner: str = ""
+    wait_seconds: float = 0.0
+
+
+def claim_llm_call(
+    engine: Engine, turn_id: str, *, lease_seconds: float, max_attempts: int
+) -> LeaseAttempt:
+    """Claim the LLM call of ``turn_id`` and count the attempt, in one conditional UPDATE.
+
+    ``busy``: another chain's call is in flight (``wait_seconds`` until its lease runs out);
+    ``exhausted``: the turn has used all ``max_attempts``; ``not_running``: the turn is not running.
+    """
+    now = utcnow()
+    owner = uuid.uuid4().hex
+    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
+    stmt = (
+        update(_RUN)
+        .where(
+            and_(
+                _RUN.c.turn_id == turn_id,
+                _RUN.c.status == TurnStatus.running.value,
+                _RUN.c.llm_attempts < max_attempts,
+                free,
+            )
+        )
+        .values(
+            llm_attempts=_RUN.c.llm_attempts + 1,
+            llm_lease_until=now + timedelta(seconds=lease_seconds),
+            llm_lease_owner=owner,
+            stage="llm_call",
+            updated_at=now,
+        )
+        .returning(_RUN.c.llm_attempts)
+    )
+    with engine.begin() as conn:
+        row = conn.execute(stmt).first()
+        if row is not None:
+            return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
+        cur = conn.execute(
+            select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
+                _RUN.c.turn_id == turn_id
+            )
+        ).first()
+    if cur is None or cur.status != TurnStatus.running.value:
+        return LeaseAttempt("not_running")
+    until = cur.llm_lease_until
+    if until is not None and until.tzinfo is None:
+        until = until.replace(tzinfo=now.tzinfo)
+    if until is not None and until >= now:
+        return LeaseAttempt(
+            "busy", attempt=cur.llm_attempts, wait_seconds=(until - now).total_seconds()
+        )
+    return LeaseAttempt("exhausted", attempt=cur.llm_attempts)
+
+
+def renew_llm_lease(engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> bool:
+    """Extend ``owner``'s lease (and ``updated_at``); False when the lease is no longer ours."""
+    now = utcnow()
+    with engine.begin() as conn:
+        res = conn.execute(
+            update(_RUN)
+            .where(and_(_RUN.c.turn_id == turn_id, _RUN.c.llm_lease_owner == owner))
+            .values(llm_lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
+        )
+        return bool(res.rowcount)
+
+
+def release_llm_lease(engine: Engine, turn_id: str, owner: str) -> None:
+    """Give the lease back after the call (success or failure) so the next attempt may claim."""
+    with engine.begin() as conn:
+        conn.execute(
+            update(_RUN)
+            .where(and_(_RUN.c.turn_id == turn_id, _RUN.c.llm_lease_owner == owner))
+            .values(llm_lease_until=None, llm_lease_owner=None)
+        )
+
+
+class LeaseHeartbeat:
+    """Renews a held LLM lease every third of its length while the call runs (a daemon thread)."""
+
+    def __init__(self, engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> None:
+        self._engine, self._turn_id, self._owner = engine, turn_id, owner
+        self._lease = lease_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"llm-lease-{turn_id[:8]}", daemon=True
+        )
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._lease / 3):
+            try:
+                if not renew_llm_lease(
+                    self._engine, self._turn_id, self._owner, lease_seconds=self._lease
+                ):
+                    return
+            except Exception:  # a database hiccup: try again at the next beat
+                continue
+
+    def __enter__(self) -> LeaseHeartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

@@ -1,0 +1,134 @@
+"""Stage 6, apply_deltas: ledger, relationship, memories, plot node and done, in one transaction."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from nekoflow.memory.settings import get_memory_settings
+from nekoflow.memory.store import write_memories
+from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewOutput
+from nekoflow.storage.dialogue import Role, utcnow
+from nekoflow.storage.turns import (
+    DeltaLedger,
+    Relationship,
+    TurnStatus,
+    WorldBookSuggestion,
+)
+from nekoflow.turns import store
+from nekoflow.turns.characters import clamp_dimension, initial_relationship
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.effects import memory_rows, plot_rows
+from nekoflow.turns.errors import TurnNotRunnable
+from nekoflow.turns.models import (
+    ApplyResult,
+    BeforeTurnResult,
+    DispatchResult,
+    MemoryBuildResult,
+)
+from nekoflow.turns.stages.common import _load, _stored, render
+from nekoflow.turns.stages.finish import announce, handoff
+
+log = logging.getLogger(__name__)
+
+
+def _apply(
+    deps: TurnDeps,
+    s: Session,
+    turn_id: str,
+    d: DispatchResult,
+    b: BeforeTurnResult,
+    out: ReviewOutput,
+) -> ApplyResult:
+    rel = s.get(Relationship, (d.role_id, d.scope_id), with_for_update=True)
+    if rel is None:
+        role = s.get(Role, d.role_id)
+        start = initial_relationship(role) if role is not None else {}
+        rel = Relationship(role_id=d.role_id, scope_id=d.scope_id, **start)
+    delta = out.relationship_delta
+    if delta is not None:
+        for dim in RELATIONSHIP_DIMENSIONS:
+            setattr(rel, dim, clamp_dimension(getattr(rel, dim) + getattr(delta, dim)))
+    rel.turns += 1
+    rel.updated_at = utcnow()
+    s.add(rel)
+    now = utcnow()
+    memories = memory_rows(
+        out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now, settings=deps.settings
+    )
+    plots = plot_rows(out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now)
+    ops = write_memories(s, memories, now=now, settings=deps.settings)  # consolidated
+    s.add_all(plots)
+    suggestions = 0
+    if out.world_book_update is not None and out.world_book_update.should_update:
+        s.add(
+            WorldBookSuggestion(
+                role_id=d.role_id,
+                scope_id=d.scope_id,
+                turn_id=turn_id,
+                reason=out.world_book_update.reason,
+                entry_title=out.world_book_update.entry_title,
+                entry_content=out.world_book_update.entry_content,
+            )
+        )
+        suggestions = 1
+    return ApplyResult(
+        relationship={dim: getattr(rel, dim) for dim in RELATIONSHIP_DIMENSIONS},
+        memories=len(memories),
+        memory_ops=asdict(ops),
+        plot_nodes=len(plots),
+        world_book_suggestions=suggestions,
+        summarize=b.history_beyond and rel.turns % get_memory_settings().summary_every_turns == 0,
+    )
+
+
+def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
+    """In one transaction: ledger row, relationship, memories, plot node, world-book
+    suggestion, TurnRun done with the rendered reply. Cooldowns are recorded (idempotently,
+    keyed on turn_id) just before the commit. Then the scope's next turn is started."""
+    with Session(deps.engine) as s:  # the turn is read in the transaction that applies it
+        turn = _load(deps, turn_id, s)
+        run = turn.run
+        if run.status == TurnStatus.done:
+            s.rollback()
+            handoff(deps, run)
+            return turn.result("apply_deltas", ApplyResult) or ApplyResult(applied=False)
+        if run.status != TurnStatus.running:
+            raise TurnNotRunnable(f"turn {turn_id} is {run.status}; apply_deltas does not run")
+        d = turn.required("dispatch", DispatchResult)
+        b = turn.required("before_turn", BeforeTurnResult)
+        m = turn.required("memory_build", MemoryBuildResult)
+        out = turn.required("review", ReviewOutput)
+        rendered = render(deps, run, m.reply_text)
+        done = {"status": TurnStatus.done.value, "finished_at": utcnow(), "rendered": rendered}
+        # Lock the turn while it is still running: a concurrent supersede (on_busy = interrupt)
+        # either happened first (nothing is applied) or waits for this commit (and then finds
+        # the turn done). A turn past apply_deltas is never undone.
+        if not store.lock_running(s, turn_id):
+            s.rollback()
+            raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
+        try:
+            s.add(DeltaLedger(turn_id=turn_id))
+            s.flush()  # the ledger's primary key: a concurrent apply of this turn fails here
+            result = _apply(deps, s, turn_id, d, b, out)
+            store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
+            # Idempotent per turn_id, so a rollback below followed by a retry counts once.
+            deps.cooldowns.record(
+                d.scope_id,
+                turn_id,
+                [e.id for e in b.injected],
+                fresh=[e.id for e in b.injected if "sticky" not in e.sources],
+            )
+            s.commit()
+        except IntegrityError:
+            s.rollback()  # applied by a concurrent delivery: its result stands
+            result = _stored(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
+                applied=False
+            )
+            store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)
+    announce(deps, run, TurnStatus.done)
+    handoff(deps, run)
+    return result

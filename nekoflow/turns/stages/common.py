@@ -1,0 +1,169 @@
+"""What every stage shares: the turn as a stage sees it, storing results, the request's texts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from nekoflow.channels import ChannelRuntimeContext, ChatRequest
+from nekoflow.memory.reply import ReplySegment, visible_text
+from nekoflow.storage import read_session
+from nekoflow.storage.turns import (
+    TurnRun,
+    TurnStatus,
+)
+from nekoflow.turns import store
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.errors import TurnNotRunnable
+from nekoflow.turns.models import DispatchResult
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass
+class _Turn:
+    """A turn as a stage sees it: its run row and the results of the stages done so far,
+    read once at the start of the stage."""
+
+    run: TurnRun
+    results: dict[str, dict[str, Any]]
+
+    def result(self, stage: str, model: type[R]) -> R | None:
+        """The stored result of ``stage``, or None when it has not completed."""
+        data = self.results.get(stage)
+        return None if data is None else model.model_validate(data)
+
+    def required(self, stage: str, model: type[R]) -> R:
+        """The stored result of an earlier ``stage``, which must have completed."""
+        result = self.result(stage, model)
+        if result is None:
+            raise TurnNotRunnable(f"turn {self.run.turn_id}: stage {stage} has not completed")
+        return result
+
+
+def _load(deps: TurnDeps, turn_id: str, session: Session | None = None) -> _Turn:
+    """The turn and its stored results, read in ``session``'s transaction when given."""
+    if session is None:
+        run, results = store.load_turn(deps.engine, turn_id)
+    else:
+        run, results = store.load_turn_in(session, turn_id)
+    if run is None:
+        raise TurnNotRunnable(f"no turn {turn_id!r}")
+    return _Turn(run, results)
+
+
+def _running(deps: TurnDeps, turn_id: str, stage: str, session: Session | None = None) -> _Turn:
+    """The turn, which must have been claimed (running) for ``stage`` to proceed."""
+    turn = _load(deps, turn_id, session)
+    if turn.run.status != TurnStatus.running:
+        raise TurnNotRunnable(f"turn {turn_id} is {turn.run.status}; {stage} does not run")
+    return turn
+
+
+def _stored(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R | None:
+    with read_session(deps.engine) as s:
+        data = store.get_stage(s, turn_id, stage)
+    return None if data is None else model.model_validate(data)
+
+
+def _required(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R:
+    result = _stored(deps, turn_id, stage, model)
+    if result is None:
+        raise TurnNotRunnable(f"turn {turn_id}: stage {stage} has not completed")
+    return result
+
+
+def _commit_result(
+    s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
+) -> R:
+    """Commit ``s`` with the stage's result; if a concurrent run of the stage stored one first
+    (``stored`` False, or a conflict at commit), roll back and use theirs.
+
+    Intermediate results may commit asynchronously (``database_async_stage_commits``): losing
+    one to a database crash only means the stage runs again.
+    """
+    if not stored:
+        s.rollback()
+        return _required(deps, turn_id, stage, type(result))
+    if deps.settings.database_async_stage_commits and s.get_bind().dialect.name == "postgresql":
+        s.execute(store.ASYNC_COMMIT)
+    try:
+        s.commit()
+        return result
+    except IntegrityError:
+        s.rollback()
+        return _required(deps, turn_id, stage, type(result))
+
+
+def _save_result(
+    deps: TurnDeps,
+    turn_id: str,
+    stage: str,
+    result: R,
+    *,
+    also: Callable[[Session], Any] | None = None,
+    **run_fields: Any,
+) -> R:
+    """Store a computed result (and progress on the TurnRun) in one transaction; ``also`` adds
+    rows that belong with it (the usage the stage paid for), only when this result is kept."""
+    with Session(deps.engine) as s:
+        ok = store.put_stage(s, turn_id, stage, result.model_dump(mode="json"), **run_fields)
+        if ok and also is not None:
+            also(s)
+        return _commit_result(s, deps, turn_id, stage, result, stored=ok)
+
+
+def _request(run: TurnRun) -> ChatRequest:
+    return ChatRequest.model_validate(run.request)
+
+
+def _context(run: TurnRun) -> ChannelRuntimeContext:
+    return ChannelRuntimeContext.model_validate(run.context)
+
+
+def user_text(req: ChatRequest) -> str:
+    """What the user said, with a placeholder per attachment when there is no text."""
+    if req.content.strip():
+        return req.content
+    kinds = [getattr(a, "type", "file") or "file" for a in req.attachments]
+    return "".join(f"[{kind}]" for kind in kinds) or "…"
+
+
+def display_text(segments: list[ReplySegment]) -> str:
+    """The reply as users see it: each segment's content and (action); no emotion, no tts."""
+    return visible_text((seg.content, seg.action) for seg in segments)
+
+
+def _user_line(req: ChatRequest, dispatch: DispatchResult) -> dict[str, Any]:
+    name = req.sender.display_name if req.sender else ""
+    return {"content": user_text(req), "display_name": name or dispatch.display_name or None}
+
+
+def _user_lines(req: ChatRequest, d: DispatchResult) -> list[dict[str, Any]]:
+    """The turn's user lines: its own message, then each merged one with its own time."""
+    lines = [_user_line(req, d) | {"sent_at": d.sent_at}]
+    for m in d.merged:
+        merged = ChatRequest.model_validate(m["request"])
+        lines.append(_user_line(merged, d) | {"sent_at": datetime.fromisoformat(m["sent_at"])})
+    return lines
+
+
+def turn_user_text(req: ChatRequest, d: DispatchResult | None) -> str:
+    """What the user said in this turn: one message, or every merged message, one per line."""
+    if d is None or not d.merged:
+        return user_text(req)
+    return "\n".join(line["content"] for line in _user_lines(req, d))
+
+
+def render(deps: TurnDeps, run: TurnRun, text: str) -> list[dict[str, Any]]:
+    """The adapter's outbound messages for ``text`` (never the prompt)."""
+    return deps.adapter(run.channel).render_result({"text": text}, _context(run))

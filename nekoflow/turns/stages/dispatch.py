@@ -1,0 +1,95 @@
+"""Stage 1, dispatch: claim the turn in its scope's order and settle who answers."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlmodel import Session
+
+from nekoflow.flow import store as flow_store
+from nekoflow.memory.history import get_or_create_save
+from nekoflow.review.timegap import real_time_context
+from nekoflow.storage.dialogue import Line, utcnow
+from nekoflow.turns import store
+from nekoflow.turns.characters import resolve_role
+from nekoflow.turns.clock import message_time
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.errors import (
+    StageBusy,
+    TurnFailed,
+    TurnNotRunnable,
+    TurnSkipped,
+)
+from nekoflow.turns.models import DispatchResult
+from nekoflow.turns.stages.common import _commit_result, _context, _load, _request, _Turn
+
+log = logging.getLogger(__name__)
+
+
+def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
+    """Claim the turn (per-scope order) and settle who answers: role, save, time gap."""
+    try:
+        claimed, run = store.claim_run(deps.engine, turn_id)
+    except LookupError:  # a message for a turn this database never had: drop it
+        raise TurnNotRunnable(f"no turn {turn_id!r}") from None
+    if claimed == "finished":
+        raise TurnNotRunnable(f"turn {turn_id} already finished")
+    if claimed == "blocked":
+        raise TurnNotRunnable(f"turn {turn_id} waits for an earlier turn of its scope")
+    if claimed == "waiting":  # on_busy = merge: more messages may still join this turn
+        assert run.not_before is not None
+        wait = (run.not_before - utcnow()).total_seconds()
+        raise StageBusy("merge debounce window open", wait_seconds=wait)
+    # A turn claimed just now has never run; a redelivered one may have a stored result.
+    turn = _Turn(run, {}) if claimed == "claimed" else _load(deps, turn_id)
+    stored = turn.result("dispatch", DispatchResult)
+    if stored is not None:
+        return stored
+    run = turn.run
+    assert run.scope_id is not None
+    req = _request(run)
+    ctx = _context(run)
+    with Session(deps.engine) as s:
+        role = resolve_role(s, run.character_id)
+        if role is None or role.id is None:
+            wanted = f" {run.character_id!r}" if run.character_id else ""
+            raise TurnFailed(
+                f"no character{wanted}: add one with `nekoflow character add` or set "
+                "default_character_id in config.ini"
+            )
+        save = get_or_create_save(s, role_id=role.id, scope_id=run.scope_id)
+        previous = None
+        if save.last_message_id is not None:
+            leaf = s.get(Line, save.last_message_id)
+            previous = leaf.created_at if leaf is not None else None
+        sent_at = message_time(req.metadata, run.created_at)
+        merged = [
+            {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
+            for m, at in flow_store.merged_requests(deps.engine, turn_id, s)
+        ]
+        latest = max([sent_at, *(datetime.fromisoformat(m["sent_at"]) for m in merged)])
+        policy = deps.flow.for_channel(run.channel)
+        if policy.is_stale(latest.timestamp(), utcnow().timestamp()):
+            raise TurnSkipped("stale")
+        result = DispatchResult(
+            role_id=role.id,
+            role_name=role.name,
+            save_id=save.id or 0,
+            scope_id=run.scope_id,
+            user_id=req.user_id or ctx.user_id,
+            group_id=req.group_id or ctx.group_id,
+            display_name=req.sender.display_name if req.sender else "",
+            sent_at=sent_at,
+            real_time=real_time_context(previous, sent_at).to_dict(),
+            merged=merged,
+        )
+        ok = store.put_stage(
+            s,
+            turn_id,
+            "dispatch",
+            result.model_dump(mode="json"),
+            role_id=result.role_id,
+            save_id=result.save_id,
+        )
+        return _commit_result(s, deps, turn_id, "dispatch", result, stored=ok)

@@ -1,0 +1,291 @@
+"""Stage 2, before_turn: world-book recall, memories, the card's greeting and the prompt; and the
+LLM messages (history with depth inserts, post-history instructions)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from datetime import datetime
+from functools import cache
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlmodel import Session
+
+from nekoflow.channels import ChatRequest
+from nekoflow.characters.card import CardData
+from nekoflow.characters.greetings import greeting_index, greeting_text, write_greeting
+from nekoflow.macros import MacroContext
+from nekoflow.memory import build_memory
+from nekoflow.memory.history import load_history_rows
+from nekoflow.memory.retrieve import PromptMemories, prompt_memories
+from nekoflow.memory.settings import get_memory_settings
+from nekoflow.memory.store import touch
+from nekoflow.memory.window import line_text, window
+from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
+from nekoflow.storage import read_session
+from nekoflow.storage.dialogue import Role
+from nekoflow.storage.memory import ensure_memory_index
+from nekoflow.storage.turns import Relationship
+from nekoflow.tokens import estimate_tokens
+from nekoflow.turns.books import BookCache
+from nekoflow.turns.characters import initial_relationship
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.errors import TurnFailed
+from nekoflow.turns.models import (
+    BeforeTurnResult,
+    DispatchResult,
+    InjectedEntry,
+)
+from nekoflow.turns.prompting import (
+    assemble_prompt,
+    lore_for_turn,
+    place_depth_inserts,
+)
+from nekoflow.turns.stages.common import (
+    _load,
+    _request,
+    _running,
+    _save_result,
+    _Turn,
+    turn_user_text,
+)
+from nekoflow.worldbook import WorldBookRecallContext, match_entries_v2
+from nekoflow.worldbook.placement import DepthInsert
+
+log = logging.getLogger(__name__)
+
+_book_caches: dict[int, BookCache] = {}
+
+
+def _relationship(s: Session, role: Role, scope_id: str) -> dict[str, int]:
+    row = s.get(Relationship, (role.id, scope_id))
+    if row is None:
+        return initial_relationship(role)
+    return {d: getattr(row, d) for d in RELATIONSHIP_DIMENSIONS}
+
+
+def _history_rows(deps: TurnDeps, s: Session, d: DispatchResult, turn_id: str) -> list[Any]:
+    """The newest ``history_limit`` lines of the active path, this turn's own lines left out."""
+    rows = load_history_rows(s, d.save_id, limit=deps.settings.history_limit)
+    return [r for r in rows if getattr(r, "turn_id", None) != turn_id]
+
+
+def _window_budget(prompt: Any, user: str) -> int:
+    """Tokens left for the history window once the prompt and the message are counted."""
+    ms = get_memory_settings()
+    inserts = [getattr(i, "content", "") for i in prompt.depth_inserts]
+    fixed = sum(estimate_tokens(t) for t in (prompt.system, user, prompt.post_history, *inserts))
+    return max(ms.context_tokens - fixed, ms.min_window_tokens)
+
+
+def books_for(deps: TurnDeps) -> BookCache:
+    """The process's world-book cache for this engine."""
+    key = id(deps.engine)
+    if key not in _book_caches:
+        _book_caches[key] = BookCache(deps.engine)
+    return _book_caches[key]
+
+
+class PromptSettings(BaseSettings):
+    """Prompt-assembly settings (``NEKOFLOW_PROMPT_EXAMPLE_CHARS``, ``NEKOFLOW_MACRO_TIMEZONE``)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
+
+    prompt_example_chars: int = Field(default=2000, ge=0)
+    macro_timezone: str = "UTC"
+
+    @field_validator("macro_timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (e.g. Asia/Shanghai)") from None
+        return value
+
+
+@cache
+def prompt_settings() -> PromptSettings:
+    """The process's prompt settings, read once from the environment."""
+    return PromptSettings()
+
+
+def _card(role: Role) -> CardData | None:
+    return CardData.model_validate(role.card) if role.card else None
+
+
+def _macros(
+    turn: _Turn, d: DispatchResult, req: ChatRequest, card: CardData | None
+) -> MacroContext:
+    """What this turn's macros render from: names, its message time (never the wall clock, so
+    a retry renders the same), seeds keyed on the turn id and the conversation."""
+    user = (req.sender.display_name if req.sender else "") or d.display_name or "用户"
+    char = (card.nickname.strip() if card is not None else "") or d.role_name
+    return MacroContext(
+        char=char,
+        user=user,
+        now=d.sent_at or turn.run.created_at,
+        seed=turn.run.turn_id,
+        chat_seed=str(d.save_id),
+        idle_seconds=d.real_time.get("elapsed_seconds"),
+        tz=ZoneInfo(prompt_settings().macro_timezone),
+        values={"input": turn_user_text(req, d)}
+        | (
+            {
+                "description": card.description,
+                "personality": card.personality,
+                "scenario": card.scenario,
+                "charPrompt": card.system_prompt,
+                "charJailbreak": card.post_history_instructions,
+                "charInstruction": card.post_history_instructions,
+                "mesExamplesRaw": card.mes_example,
+                "charVersion": card.character_version,
+                "charDepthPrompt": card.depth_prompt.prompt if card.depth_prompt else "",
+            }
+            if card is not None
+            else {}
+        ),
+    )
+
+
+def _greet(
+    deps: TurnDeps,
+    d: DispatchResult,
+    role: Role,
+    card: CardData,
+    req: ChatRequest,
+    macros: MacroContext,
+) -> None:
+    """A new conversation starts with the card's greeting (``metadata.greeting`` picks one)."""
+    index = greeting_index(req.metadata.get("greeting"), card)
+    text = greeting_text(card, index, macros)
+    with Session(deps.engine) as s:
+        if write_greeting(s, save_id=d.save_id, role=role, text=text, now=d.sent_at):
+            s.commit()
+
+
+def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
+    """World-book recall (with cooldowns) and the system prompt."""
+    turn = _running(deps, turn_id, "before_turn")
+    stored = turn.result("before_turn", BeforeTurnResult)
+    if stored is not None:
+        return stored
+    d = turn.required("dispatch", DispatchResult)
+    req = _request(turn.run)
+    scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
+    with read_session(deps.engine) as s:
+        role = s.get(Role, d.role_id)
+        if role is None:
+            raise TurnFailed(f"character {d.role_id} was deleted")
+    card = _card(role)
+    macros = _macros(turn, d, req, card)
+    if card is not None and d.real_time.get("elapsed_seconds") is None:  # a new conversation
+        _greet(deps, d, role, card, req, macros)
+    text = turn_user_text(req, d)
+    now = d.sent_at or turn.run.created_at
+    ensure_memory_index(deps.engine)
+    with read_session(deps.engine) as s:
+        rows = _history_rows(deps, s, d, turn_id)
+        relationship = _relationship(s, role, d.scope_id)
+        memories = prompt_memories(
+            s,
+            role_id=d.role_id,
+            scope_id=d.scope_id,
+            message=text,
+            context=[line_text(r) for r in rows[-4:]],
+            now=now,
+            settings=get_memory_settings(),
+        )
+    messages = build_memory(rows, role_id=d.role_id)
+    recall = WorldBookRecallContext(
+        latest_user_message=req.content,
+        recent_messages=messages,
+        scene=scene,
+        character_id=d.role_name,
+        target_id=d.user_id,
+        scope_id=d.scope_id,
+        turn_id=turn_id,
+    )
+    results = match_entries_v2(
+        recall,
+        books_for(deps).books(),
+        character_id=str(d.role_id),
+        config=deps.recall_config,
+        cooldowns=deps.cooldowns.snapshot(d.scope_id),
+    )
+    # Only entries whose sections reach the prompt count as injected (and cool down).
+    lore, reached_results = lore_for_turn(
+        results, deps.recall_config.max_total_chars, positioned=card is not None
+    )
+    reached = {r.entry.id for r in reached_results}
+    prompt = assemble_prompt(
+        role_name=role.name,
+        profile=role.profile_prompt,
+        card=card,
+        scene=scene,
+        real_time_label=d.real_time.get("elapsed_label"),
+        continuity=d.real_time.get("continuity_level"),
+        relationship=relationship,
+        memories=memories.block,
+        lore=lore,
+        macros=macros,
+        example_chars=prompt_settings().prompt_example_chars,
+    )
+    kept = window(rows, _window_budget(prompt, text), estimate_tokens)
+    result = BeforeTurnResult(
+        system_prompt=prompt.system,
+        depth_inserts=[asdict(i) for i in prompt.depth_inserts],
+        post_history=prompt.post_history,
+        examples=prompt.examples,
+        injected=[
+            InjectedEntry(
+                id=r.entry.id,
+                name=r.entry.name,
+                sources=r.trigger_sources,
+                keywords=r.matched_keywords,
+                score=r.score,
+            )
+            for r in results
+            if r.entry.id in reached
+        ],
+        memories=len(memories.used),
+        memory_refs=[m.model_dump(exclude_none=True) for m in memories.used],
+        history_lines=len(kept),
+        history_beyond=len(kept) < len(rows) or len(rows) >= deps.settings.history_limit,
+        relationship=relationship,
+    )
+    return _save_result(
+        deps, turn_id, "before_turn", result, also=lambda s: _mark_used(deps, s, memories, now)
+    )
+
+
+def _mark_used(deps: TurnDeps, s: Session, memories: PromptMemories, now: datetime) -> None:
+    """The side effect of a kept before_turn result: its memories were used (one UPDATE)."""
+    touch(s, [m.candidate for m in memories.chosen], now, deps.settings)
+
+
+def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
+    """System prompt + the dialogue history and this turn's user message, with the depth
+    inserts (lore at depth, the card's note) placed in them + the post-history instructions."""
+    return _llm_messages(deps, _load(deps, turn_id))
+
+
+def _llm_messages(deps: TurnDeps, turn: _Turn) -> list[dict[str, str]]:
+    d = turn.required("dispatch", DispatchResult)
+    b = turn.required("before_turn", BeforeTurnResult)
+    with read_session(deps.engine) as s:
+        rows = _history_rows(deps, s, d, turn.run.turn_id)
+    if b.history_lines is not None:  # the token-sized window before_turn chose
+        rows = rows[len(rows) - b.history_lines :] if b.history_lines else []
+    history = build_memory(rows, role_id=d.role_id)
+    chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
+    inserts = [DepthInsert(**i) for i in b.depth_inserts]
+    tail = [{"role": "system", "content": b.post_history}] if b.post_history else []
+    return [
+        {"role": "system", "content": b.system_prompt},
+        *place_depth_inserts(chat, inserts),
+        *tail,
+    ]

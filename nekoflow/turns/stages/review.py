@@ -1,0 +1,76 @@
+"""Stage 5, review: the review pipeline on the turn's input."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from nekoflow.review.models import ReviewInput, ReviewOutput
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.models import (
+    BeforeTurnResult,
+    DispatchResult,
+    MemoryBuildResult,
+)
+from nekoflow.turns.stages.common import (
+    _load,
+    _request,
+    _running,
+    _save_result,
+    _Turn,
+    turn_user_text,
+)
+from nekoflow.turns.usage import TurnUsage
+from nekoflow.usage.meter import metered
+
+log = logging.getLogger(__name__)
+
+
+def review_input(deps: TurnDeps, turn_id: str) -> ReviewInput:
+    """The ReviewInput of this turn, as the review stage builds it."""
+    return _review_input(_load(deps, turn_id))
+
+
+def _review_input(turn: _Turn) -> ReviewInput:
+    run, turn_id = turn.run, turn.run.turn_id
+    d = turn.required("dispatch", DispatchResult)
+    b = turn.required("before_turn", BeforeTurnResult)
+    m = turn.required("memory_build", MemoryBuildResult)
+    req = _request(run)
+    choice = req.metadata.get("choice") if isinstance(req.metadata.get("choice"), dict) else None
+    fields: dict[str, Any] = {
+        "conversation_id": d.scope_id,
+        "character_id": str(d.role_id),
+        "user_id": d.user_id,
+        "group_id": d.group_id or None,
+        "user_message": turn_user_text(req, d),
+        "assistant_message": m.reply_text,
+        "selected_choice": choice,
+        "relationship_state": b.relationship,
+        "real_time_context": d.real_time,
+        "turn_context": {"turn_id": turn_id, "channel": run.channel},
+    }
+    try:
+        return ReviewInput.model_validate(fields)
+    except ValidationError as exc:
+        # A malformed choice from the platform must not sink the turn: review without it.
+        log.warning("turn %s: ignoring invalid plot choice: %s", turn_id, exc.errors()[0]["msg"])
+        fields["selected_choice"] = None
+        return ReviewInput.model_validate(fields)
+
+
+def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
+    """Run the review pipeline (rule or llm mode, with its events) on this turn."""
+    turn = _running(deps, turn_id, "review")
+    stored = turn.result("review", ReviewOutput)
+    if stored is not None:
+        return stored
+    with metered() as calls:  # an LLM review's calls are paid for too: count them
+        output = deps.review.run(_review_input(turn))
+    d = turn.required("dispatch", DispatchResult)
+    usage = TurnUsage(turn.run, d, "review", calls)
+    kept = _save_result(deps, turn_id, "review", output, also=usage)
+    usage.count(deps)
+    return kept

@@ -1,0 +1,39 @@
+"""Start-up checks of a worker: state that several processes must share may not stay in one."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.signals import worker_init
+
+from nekoflow.settings import get_settings
+
+log = logging.getLogger("nekoflow.startup")
+
+
+def in_process_state_warning(broker_url: str) -> str | None:
+    """The warning for a multi-process deployment whose shared state stays in each process
+    (None when everything is shared, or on the embedded in-memory broker)."""
+    if broker_url.startswith("memory://"):
+        return None
+    local = get_settings().in_process_shared_state()
+    if not local:
+        return None
+    return (
+        "IN-PROCESS STATE IN A MULTI-PROCESS DEPLOYMENT: "
+        + ", ".join(local)
+        + " resolved to 'memory', so each worker process keeps its own copy (world-book "
+        "cooldowns disagree between workers and vanish on restart; AutoState and events are "
+        "not seen by other processes). Set NEKOFLOW_REDIS_URL (they then default to Redis) or "
+        "set them to 'redis' explicitly."
+    )
+
+
+@worker_init.connect
+def _check_shared_state(sender: Any = None, **_: Any) -> None:
+    app = getattr(sender, "app", None)
+    broker = str(getattr(getattr(app, "conf", None), "broker_url", "") or "")
+    warning = in_process_state_warning(broker)
+    if warning:
+        log.warning(warning)

@@ -1,0 +1,29 @@
+"""Where the real inputs users bring live (``../shared/corpus``, see its SOURCES.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _find() -> Path:
+    """The corpus folder: ``NEKOFLOW_TEST_CORPUS``, the repository's sibling, or /work/shared."""
+    env = os.environ.get("NEKOFLOW_TEST_CORPUS")
+    candidates = [Path(env)] if env else []
+    candidates += [_REPO.parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+CORPUS = _find()
+
+
+def corpus_file(name: str) -> Path:
+    """The path of corpus file ``name``; the test is skipped when the corpus is not here."""
+    path = CORPUS / name
+    if not path.is_file():
+        pytest.skip(f"corpus file {path} is absent (set NEKOFLOW_TEST_CORPUS)")
+    return path
