@@ -118,7 +118,7 @@ class Workers:
             "-P",
             pool,
             "-n",
-            f"{name}@%h",
+            f"{name}{XDIST_WORKER}@%h",  # node names (pidbox queues) are broker-wide
             "-l",
             "INFO",
             "--without-gossip",
