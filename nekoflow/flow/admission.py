@@ -73,16 +73,24 @@ def admit(
     limits = rate_limits(policy, channel, req)
     if policy.on_busy == OnBusy.queue and not limits:
         return Admission("new")  # today's behaviour: the insert's unique key dedupes for free
-    # A redelivered webhook: the message already has a turn (its own or the one it joined).
-    known = flow_store.merged_turn_for(engine, dedupe_key)
-    if known is not None:
-        return Admission("merged", turn_id=known)
+    # A redelivered webhook must come back to the turn the message already has (its own or the
+    # one it joined). The turn's insert (or merge) finds it in its own transaction, so only the
+    # paths that would end elsewhere look it up first: a supersede (it could be the message's
+    # own turn), a refusal for ``busy`` or ``rate_limited``. A redelivered message that is
+    # admitted has used a rate-limit slot — the price of not reading SQL before every message.
+
+    def known_or(fallback: Admission | None) -> Admission | None:
+        known = flow_store.merged_turn_for(engine, dedupe_key)
+        return fallback if known is None else Admission("merged", turn_id=known)
+
+    if policy.on_busy == OnBusy.interrupt and (seen := known_or(None)) is not None:
+        return seen
     if limits:
         verdict = acquire(limiter, limits, notice=notice and bool(policy.rate_limit_reply))
         if verdict.wait > 0:
-            return Admission("skipped", reason="rate_limited", notice=verdict.notice)
+            return known_or(Admission("skipped", reason="rate_limited", notice=verdict.notice))
     if policy.on_busy == OnBusy.reject and flow_store.scope_busy(engine, scope_id):
-        return Admission("skipped", reason="busy")
+        return known_or(Admission("skipped", reason="busy"))
     superseded = None
     if policy.on_busy == OnBusy.interrupt:
         # The running turn gives way (unless past apply_deltas); the new message then joins a

@@ -12,7 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, func, update
+from sqlalchemy import literal as sa_literal
+from sqlalchemy import null as sa_null
 from sqlalchemy import select as sa_select
+from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -26,15 +29,21 @@ _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
 _MSG: Any = TurnMessage.__table__  # type: ignore[attr-defined]
 
 
+def _known_turn(dedupe_key: str) -> Any:
+    """The turn a platform message belongs to — its own or the one it was merged into — as a
+    scalar select (NULL for a new message)."""
+    own = sa_select(_RUN.c.turn_id).where(_RUN.c.dedupe_key == dedupe_key).scalar_subquery()
+    merged = sa_select(_MSG.c.turn_id).where(_MSG.c.dedupe_key == dedupe_key).scalar_subquery()
+    return func.coalesce(own, merged)
+
+
 def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
     """The turn a platform message already belongs to — its own turn or the one it was merged
     into — when the platform redelivers it; None for a new message (one Core statement)."""
     if not dedupe_key:
         return None
-    own = sa_select(_RUN.c.turn_id).where(_RUN.c.dedupe_key == dedupe_key).scalar_subquery()
-    merged = sa_select(_MSG.c.turn_id).where(_MSG.c.dedupe_key == dedupe_key).scalar_subquery()
     with engine.connect() as conn:
-        return conn.execute(sa_select(func.coalesce(own, merged))).scalar()
+        return conn.execute(sa_select(_known_turn(dedupe_key))).scalar()
 
 
 def create_or_merge(
@@ -43,45 +52,48 @@ def create_or_merge(
     """``on_busy = merge``/``interrupt``: in one transaction holding the scope's counter lock,
     merge the message into the scope's queued turn, or else insert ``run`` as a new turn.
 
-    Returns ``(new_row, None)`` or ``(None, merged_into_turn_id)``. The lock serialises every
-    creator of the scope's turns, so concurrent first messages of a burst still become one turn.
+    Returns ``(new_row, None)`` or ``(None, turn_id)`` — the turn the message was merged into,
+    or the one it already belongs to when the platform redelivered it. The lock serialises
+    every creator of the scope's turns, so concurrent first messages of a burst are one turn.
     """
     from nekoflow.turns.store import _next_seq
 
     assert run.scope_id is not None
+    queued = (
+        sa_select(_RUN.c.turn_id, _RUN.c.created_at)
+        .where(_RUN.c.scope_id == run.scope_id, _RUN.c.status == TurnStatus.queued.value)
+        .order_by(_RUN.c.seq.desc())
+        .limit(1)
+        .subquery()
+    )
+    known = _known_turn(run.dedupe_key) if run.dedupe_key else sa_null()
+    # One round trip: is the message known, and the scope's newest queued turn (if any).
+    probe = sa_select(known.label("known"), queued.c.turn_id, queued.c.created_at).select_from(
+        sa_select(sa_literal(1).label("one")).subquery().outerjoin(queued, sa_true())
+    )
     with Session(engine, expire_on_commit=False) as s:
         seq = _next_seq(s, run.scope_id)  # the scope's lock until this transaction ends
-        target = s.exec(
-            select(TurnRun)
-            .where(TurnRun.scope_id == run.scope_id, TurnRun.status == TurnStatus.queued.value)
-            .order_by(col(TurnRun.seq).desc())
-            .limit(1)
-        ).first()
-        if target is not None:
+        seen, target_id, created_at = s.execute(probe).one()
+        if seen is not None:
+            s.rollback()
+            return None, seen
+        if target_id is not None:
             now = utcnow()
-            first = target.created_at.replace(tzinfo=target.created_at.tzinfo or UTC)
+            first = created_at.replace(tzinfo=created_at.tzinfo or UTC)
             until = policy.debounce_until(first.timestamp(), now.timestamp())
             not_before = datetime.fromtimestamp(until, UTC) if policy.debounce_seconds else None
-            res = s.exec(  # type: ignore[call-overload]
-                update(TurnRun)
-                .where(
-                    and_(
-                        TurnRun.turn_id == target.turn_id,
-                        TurnRun.status == TurnStatus.queued.value,
-                    )
-                )
+            res = s.execute(
+                update(_RUN)
+                .where(_RUN.c.turn_id == target_id, _RUN.c.status == TurnStatus.queued.value)
                 .values(not_before=not_before, updated_at=now)
-                .execution_options(synchronize_session=False)
             )
-            if res.rowcount == 1:
+            if res.rowcount == 1:  # type: ignore[attr-defined]
                 s.add(
-                    TurnMessage(
-                        turn_id=target.turn_id, dedupe_key=run.dedupe_key, request=run.request
-                    )
+                    TurnMessage(turn_id=target_id, dedupe_key=run.dedupe_key, request=run.request)
                 )
                 try:
                     s.commit()
-                    return None, target.turn_id
+                    return None, target_id
                 except IntegrityError:  # the same platform message, merged concurrently
                     s.rollback()
                     return None, merged_turn_for(engine, run.dedupe_key)

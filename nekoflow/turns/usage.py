@@ -17,7 +17,7 @@ from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnSkipped
 from nekoflow.turns.models import DispatchResult
 from nekoflow.usage.meter import UsageEntry
-from nekoflow.usage.store import add_usage, today, tokens_today
+from nekoflow.usage.store import add_usage, day_totals, today, tokens_today
 
 log = logging.getLogger(__name__)
 
@@ -79,19 +79,22 @@ def check_quota(
     if not quotas:
         return None
     day = today()
+    pairs = [(dim, value) for dim, _, value in quotas]
     cached: list[int | None] = [None] * len(quotas)
     counters = deps.quota_counters
     if counters is not None:
         try:
-            cached = counters.get(day, [(dim, value) for dim, _, value in quotas])
+            cached = counters.get(day, pairs)
+            if None in cached:  # the day's first check, or Redis lost its counters
+                totals = day_totals(deps.engine, day)
+                counters.rebuild(day, totals)
+                cached = [totals.get(pair, 0) for pair in pairs]
         except Exception as exc:
             log.warning("quota counters unavailable (%s); reading SQL", safe_error(exc))
-            counters = None
+            cached = [None] * len(quotas)
     for (dim, limit, value), used in zip(quotas, cached, strict=True):
         if used is None:
             used = tokens_today(deps.engine, dim, value, day=day)
-            if counters is not None:
-                counters.seed(day, dim, value, used)
         if used >= limit:
             if policy.quota_fallback_model:
                 return policy.quota_fallback_model

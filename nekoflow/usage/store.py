@@ -70,17 +70,32 @@ def add_usage(
 def tokens_today(engine: Engine, dimension: str, value: str, *, day: str | None = None) -> int:
     """Prompt + completion tokens recorded today for ``dimension`` (scope, user, channel or
     character) = ``value``."""
-    column = {
-        "scope": LLMUsage.scope_id,
-        "user": LLMUsage.user_id,
-        "channel": LLMUsage.channel,
-        "character": LLMUsage.character,
-    }[dimension]
+    column = _QUOTA_COLUMNS[dimension]
     stmt = sa_select(
         func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0)
     ).where(LLMUsage.day == (day or today()), column == value)
     with engine.connect() as conn:  # Core, no ORM session: this runs before every LLM call
         return int(conn.execute(stmt).scalar_one())
+
+
+_QUOTA_COLUMNS: dict[str, Any] = {
+    "scope": LLMUsage.scope_id,
+    "user": LLMUsage.user_id,
+    "channel": LLMUsage.channel,
+    "character": LLMUsage.character,
+}
+
+
+def day_totals(engine: Engine, day: str) -> dict[tuple[str, str], int]:
+    """Tokens of ``day`` per quota dimension and value — every counter the quota check keeps
+    (one grouped query per dimension, on one connection)."""
+    tokens = func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens)
+    out: dict[tuple[str, str], int] = {}
+    with engine.connect() as conn:
+        for dim, column in _QUOTA_COLUMNS.items():
+            stmt = sa_select(column, tokens).where(LLMUsage.day == day).group_by(column)
+            out.update({(dim, str(v)): int(n or 0) for v, n in conn.execute(stmt) if v})
+    return out
 
 
 def usage_report(

@@ -127,6 +127,36 @@ def test_rate_limit_per_user_skips_with_a_reason(deps) -> None:
     assert submit_turn(deps, "web", other_user).status() == "queued"
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"on_busy": OnBusy.merge},
+        {"on_busy": OnBusy.reject},
+        {"on_busy": OnBusy.interrupt},
+        {"rate_limit_user": Rate(count=1, period=60)},
+        {"on_busy": OnBusy.merge, "rate_limit_user": Rate(count=2, period=60)},
+    ],
+    ids=["merge", "reject", "interrupt", "rate-limited", "merge+rate-limited"],
+)
+def test_a_redelivered_message_comes_back_to_its_own_turn(deps, published, kw) -> None:
+    """Whatever the policy, a platform's redelivery is never a second turn, a duplicate merged
+    line, a ``busy``/``rate_limited`` skip, nor a supersede of the message's own turn."""
+    from nekoflow.turns import stages
+
+    policy(deps, **kw)
+    first = submit_turn(deps, "web", event("在吗", message_id="d1"))
+    queued = submit_turn(deps, "web", event("在吗", message_id="d1"))  # still queued
+    assert queued.turn_id == first.turn_id
+    stages.dispatch(deps, first.turn_id)  # running: no longer mergeable, the scope is busy
+    running = submit_turn(deps, "web", event("在吗", message_id="d1"))
+    assert running.turn_id == first.turn_id and first.status() == "running"
+    assert published == [first.turn_id]
+    assert run_inline(deps, first.turn_id, sleep=False) == "ok"
+    assert user_lines(deps.engine, [first.turn_id]) == ["在吗"]
+    with Session(deps.engine) as s:
+        assert len(s.exec(select(TurnRun)).all()) == 1
+
+
 # --- real workers, concurrent enqueuers ----------------------------------------------------
 
 

@@ -96,19 +96,40 @@ def test_the_usage_report_equals_what_the_llm_server_reported(live, workers, tmp
     json.dumps(rows)
 
 
-def test_quota_counters_fill_from_sql_and_only_grow_once_started(redis_client) -> None:
+def test_quota_counters_grow_only_once_the_day_is_rebuilt_from_sql(redis_client) -> None:
     from nekoflow.usage.quota_redis import QuotaCounters
 
     c = QuotaCounters(redis_client, prefix="nftest-quota")
+    redis_client.delete(*redis_client.keys("nftest-quota:*") or ["x"])
     dims = [("user", "u1"), ("scope", "s1")]
-    assert c.get("2026-01-01", dims) == [None, None]
+    assert c.get("2026-01-01", dims) == [None, None]  # not complete: the caller reads SQL
     c.add("2026-01-01", dims, 50)  # no counter yet: nothing is started from a partial sum
     assert c.get("2026-01-01", dims) == [None, None]
-    c.seed("2026-01-01", "user", "u1", 100)
-    c.seed("2026-01-01", "user", "u1", 999)  # another process seeded first: theirs stands
+    redis_client.set(c.key("2026-01-01", "user", "u1"), 100)  # another process's rebuild won
+    c.rebuild("2026-01-01", {("user", "u1"): 999, ("user", "u2"): 30})
+    assert c.get("2026-01-01", dims) == [100, 0]  # complete: a missing counter is zero
     c.add("2026-01-01", dims, 7)
-    assert c.get("2026-01-01", dims) == [107, None]
-    assert redis_client.ttl(c.key("2026-01-01", "user", "u1")) > 0
+    assert c.get("2026-01-01", [*dims, ("user", "u2")]) == [107, 7, 30]
+    assert redis_client.ttl(c.key("2026-01-01", "scope", "s1")) > 0
+    assert redis_client.ttl(c.marker("2026-01-01")) > 0
+    assert c.get("2026-01-02", dims) == [None, None]  # each day is rebuilt on its own
+
+
+def test_a_lost_redis_is_rebuilt_from_the_usage_record(deps, redis_client) -> None:
+    from nekoflow.usage.quota_redis import QuotaCounters
+
+    deps.quota_counters = QuotaCounters(redis_client, prefix="nftest-q3")
+    deps.flow = FlowConfig(default=FlowPolicy(daily_tokens_user=10_000_000))
+    first = submit_turn(deps, "web", event("一"))
+    assert run_inline(deps, first.turn_id, sleep=False) == "ok"
+    run = first.run()
+    used = run.prompt_tokens + run.completion_tokens
+    redis_client.delete(*redis_client.keys("nftest-q3:*"))  # Redis restarted, nothing kept
+    deps.flow = FlowConfig(default=FlowPolicy(daily_tokens_user=used))
+    second = submit_turn(deps, "web", event("二"))
+    assert run_inline(deps, second.turn_id, sleep=False) == "stop"
+    assert second.reason == "quota_exceeded"
+    assert deps.quota_counters.get(today(), [("user", "u1")]) == [used]
 
 
 def test_a_quota_is_checked_against_the_redis_counters(deps, redis_client) -> None:
