@@ -7,8 +7,9 @@ events from many users in many groups) are submitted twice:
 
 - **baseline**: ``on_busy = queue``, no rate limits, no quotas (today's behaviour);
 - **admission**: ``on_busy = merge`` (the scope lookup and conditional merge), per-user, per-group
-  and per-channel rate limits (one sliding-window Lua call in Redis), plus the daily token quota check the
-  turn makes before its LLM call (an MGET of today's Redis counters), timed per message.
+  and per-channel rate limits (one sliding-window Lua call in Redis), plus the daily token
+  quota check the turn makes before its LLM call (an MGET of today's Redis counters), timed per
+  message.
 
 Every message opens its own group scope, so both variants write a new turn. The chain's
 publication is replaced by a no-op so that only the enqueue path is measured.
