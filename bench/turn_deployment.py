@@ -271,7 +271,7 @@ class Bare:
 
         from bench.turn_bench_app import COUNTER_KEY, bare_chain
 
-        self.r = redis.Redis.from_url(redis_url)
+        self.r = redis.Redis.from_url(redis_url, socket_timeout=300)  # BLPOPs wait long
         self.key, self.chain = COUNTER_KEY, bare_chain
 
     def run(self, n: int, scopes: int) -> tuple[float, int]:

@@ -122,7 +122,7 @@ class Bare:
 
         from bench.turn_bench_app import COUNTER_KEY, bare_chain
 
-        self.r = redis.Redis.from_url(redis_url)
+        self.r = redis.Redis.from_url(redis_url, socket_timeout=300)  # BLPOPs wait long
         self.key = COUNTER_KEY
         self.chain = bare_chain
 

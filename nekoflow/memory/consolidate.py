@@ -144,3 +144,19 @@ def decide(new: Facts, existing: Sequence[Existing]) -> list[Decision]:
     if best is not None and best_sim >= RESTATE_SIMILARITY:
         return [Decision("NOOP" if best.facts.content == new.content else "UPDATE", best.id)]
     return [Decision("ADD")]
+
+
+def model_decision(op: str | None, target: int | None, live: bool) -> list[Decision] | None:
+    """The operations an LLM review decided for a new memory against a memory it was shown
+    (``live``: that memory is a live fact of the same scope), or None — the rules decide — for
+    ADD, no decision, or a target that is not live. ADD stays with the rules so a duplicate of a
+    memory the model was not shown is still caught."""
+    if target is None or not live:
+        return None
+    if op == "UPDATE":
+        return [Decision("UPDATE", target)]
+    if op == "NOOP":
+        return [Decision("NOOP", target)]
+    if op == "DELETE":
+        return [Decision("DELETE", target), Decision("ADD")]
+    return None

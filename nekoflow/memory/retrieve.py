@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
+from nekoflow.memory.embeddings import unpack
 from nekoflow.memory.lexical import query_terms
 from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
 from nekoflow.memory.search import candidate_rows, corpus_stats
@@ -66,7 +67,10 @@ _COLUMNS: tuple[Any, ...] = (
 )
 
 
-def _candidate(row: Any, embedding: list[float] | None = None) -> Candidate:
+def _candidate(row: Any, model: str | None = None) -> Candidate:
+    embedding = None
+    if model is not None and getattr(row, "embedding_model", None) == model:
+        embedding = unpack(row.embedding)
     times = [t for t in (row.created_at, row.updated_at, row.last_accessed_at) if t is not None]
     return Candidate(
         id=row.id,
@@ -93,16 +97,19 @@ def retrieve(
     now: datetime,
     settings: MemorySettings,
     query_vector: Sequence[float] | None = None,
+    embeddings_model: str | None = None,
     exclude: Sequence[int] = (),
 ) -> list[Scored]:
     """The scope's candidate facts and summaries for this message, best first (``exclude``:
-    ids already in the prompt, e.g. the newest summaries)."""
+    ids already in the prompt, e.g. the newest summaries; ``query_vector``: the message's
+    embedding by ``embeddings_model``, blended with the lexical relevance)."""
+    model = embeddings_model if query_vector else None
     query = query_terms(message, context)
     stats = corpus_stats(s, role_id, scope_id, query)
     table: Any = MemoryRecord.__table__
     columns = [table.c[c.key] for c in _COLUMNS]
-    if query_vector:
-        columns.append(table.c.embedding)
+    if model is not None:
+        columns += [table.c.embedding, table.c.embedding_model]
     rows = candidate_rows(
         s,
         role_id,
@@ -114,9 +121,11 @@ def retrieve(
         pool=settings.pool,
         kinds=RETRIEVED,
         columns=columns,
+        semantic=settings.semantic_scan,
+        model=model,
     )
     skip = set(exclude)
-    candidates = [_candidate(r, getattr(r, "embedding", None)) for r in rows if r.id not in skip]
+    candidates = [_candidate(r, model) for r in rows if r.id not in skip]
     return rank(candidates, query, stats, now, settings.weights, query_vector)
 
 
@@ -157,6 +166,7 @@ def prompt_memories(
     now: datetime,
     settings: MemorySettings,
     query_vector: Sequence[float] | None = None,
+    embeddings_model: str | None = None,
 ) -> PromptMemories:
     """Summaries of the distant past + the retrieved memories that fit their token budgets."""
     past = summaries(s, role_id, scope_id, settings.summary_tokens)
@@ -169,6 +179,7 @@ def prompt_memories(
         now=now,
         settings=settings,
         query_vector=query_vector,
+        embeddings_model=embeddings_model,
         exclude=[i for i, _ in past],
     )
     chosen = select_within_budget(ranked, settings.prompt_tokens, estimate_tokens)

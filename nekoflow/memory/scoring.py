@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import mul
 
 from pydantic import BaseModel, Field
 
@@ -52,7 +53,8 @@ class Candidate:
     terms: str | None
     last_used: datetime
     kind: str = "fact"
-    embedding: list[float] | None = None
+    #: Unit-length vector of the memory (``embeddings.pack``), when the configured model made one.
+    embedding: Sequence[float] | None = None
     #: What a use of the memory changes (its expiry): ttl, current expiry, past uses.
     ttl: str = "permanent"
     expires_at: datetime | None = None
@@ -75,10 +77,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two vectors (0 when either is zero or they differ in length)."""
     if len(a) != len(b) or not a:
         return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
+    dot = sum(map(mul, a, b))
+    na = math.sqrt(sum(map(mul, a, a)))
+    nb = math.sqrt(sum(map(mul, b, b)))
     return dot / (na * nb) if na and nb else 0.0
+
+
+def _unit(v: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(map(mul, v, v)))
+    return [x / norm for x in v] if norm else list(v)
 
 
 def _minmax(values: list[float]) -> list[float]:
@@ -102,9 +109,13 @@ def rank(
     lexical = _minmax([bm25(query, doc_terms(c.terms), stats) for c in candidates])
     relevance = lexical
     if query_vector and any(c.embedding for c in candidates):
+        # Stored vectors are unit-length (``embeddings.pack``): the cosine is a dot product.
+        q = _unit(query_vector)
         semantic = _minmax(
             [
-                max(cosine(query_vector, c.embedding), 0.0) if c.embedding else 0.0
+                max(sum(map(mul, q, c.embedding)), 0.0)
+                if c.embedding and len(c.embedding) == len(q)
+                else 0.0
                 for c in candidates
             ]
         )

@@ -124,9 +124,12 @@ def candidate_rows(
     pool: int,
     kinds: Sequence[str],
     columns: Sequence[Any],
+    semantic: int = 0,
+    model: str | None = None,
 ) -> list[Any]:
     """In ONE statement: ``columns`` of the live memories holding the rarest of ``words``
-    (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used."""
+    (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used,
+    plus (with ``model``) the ``semantic`` newest with a vector from that embeddings model."""
     dialect = s.get_bind().dialect.name
     params = _params(role_id, scope_id, now, kinds) | {"n": limit, "p": pool}
     parts: list[str] = []
@@ -144,6 +147,12 @@ def candidate_rows(
         parts.append(
             f"SELECT u.id FROM memory_record u WHERE {_live_sql('u', kinds)} "
             "AND u.last_accessed_at IS NOT NULL ORDER BY u.last_accessed_at DESC LIMIT :p"
+        )
+    if semantic and model:
+        params |= {"v": semantic, "em": model}
+        parts.append(
+            f"SELECT v.id FROM memory_record v WHERE {_live_sql('v', kinds)} "
+            "AND v.embedding_model = :em ORDER BY v.id DESC LIMIT :v"
         )
     if not parts:
         return []

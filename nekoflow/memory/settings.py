@@ -45,6 +45,14 @@ class MemorySettings(BaseSettings):
     embeddings_model: str = "text-embedding-3-small"
     embeddings_api_key: SecretStr | None = None
     embeddings_timeout: float = Field(default=10.0, gt=0)
+    #: Ask the endpoint for vectors of this many dimensions (``text-embedding-3-*`` support it);
+    #: fewer dimensions make retrieval faster. Unset: the model's own size.
+    embeddings_dimensions: int | None = Field(default=None, ge=1)
+    #: The query's vector is fetched within this many seconds, else the turn retrieves lexically.
+    embeddings_query_timeout: float = Field(default=2.0, gt=0)
+    #: With a query vector, also score this many of the scope's newest embedded memories (so a
+    #: memory sharing no word with the message can still be found by meaning).
+    semantic_scan: int = Field(default=100, ge=0)
     #: Share of relevance taken by embedding similarity when both sides have vectors.
     semantic_share: float = Field(default=0.5, ge=0, le=1)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, case, literal, or_, update
@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
-from nekoflow.memory.consolidate import Existing, decide, facts_of
+from nekoflow.memory.consolidate import Existing, decide, facts_of, model_decision
 from nekoflow.memory.lexical import doc_terms, index_text, scope_token
 from nekoflow.memory.scoring import Candidate, extended_expiry
 from nekoflow.memory.search import corpus_stats, lexical_ids
@@ -69,9 +69,11 @@ def live_clause(
 
 
 def index(rec: MemoryRecord) -> None:
-    """Fill a memory's ``terms`` and ``fact_key`` from its title and content."""
+    """Fill a memory's ``terms`` and ``fact_key`` from its title and content (a vector of an
+    older content is dropped: the ``memory`` queue embeds the new one)."""
     rec.terms = index_text(rec.role_id, rec.scope_id, rec.title, rec.content)
     rec.fact_key = facts_of(rec.title, rec.content).key
+    rec.embedding = rec.embedding_model = None
 
 
 def _stat_delta(rec: MemoryRecord, sign: int, into: Counter[tuple[str, str]]) -> None:
@@ -119,24 +121,56 @@ def add_indexed(s: Session, rows: Sequence[MemoryRecord]) -> None:
     _apply_stats(s, delta)
 
 
+def _shown(s: Session, rec: MemoryRecord, target: int | None, now: datetime) -> MemoryRecord | None:
+    """The live fact of ``rec``'s scope with id ``target`` (what an LLM review decided about)."""
+    if target is None:
+        return None
+    old = s.get(MemoryRecord, target)
+    if old is None or (old.role_id, old.scope_id, old.kind) != (rec.role_id, rec.scope_id, "fact"):
+        return None
+    expires = old.expires_at
+    if old.superseded_by is not None or (expires is not None and _aware(expires) <= now):
+        return None
+    return old
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
 def write_memories(
-    s: Session, rows: Sequence[MemoryRecord], *, now: datetime, settings: Settings
+    s: Session,
+    rows: Sequence[MemoryRecord],
+    *,
+    now: datetime,
+    settings: Settings,
+    decided: Sequence[tuple[str | None, int | None]] | None = None,
 ) -> ConsolidationCounts:
-    """Consolidate new memories into their scope (ADD / UPDATE / DELETE / NOOP, in order)."""
+    """Consolidate new memories into their scope (ADD / UPDATE / DELETE / NOOP, in order).
+
+    ``decided``: per row, an LLM review's ``(op, memory_id)``; an UPDATE, DELETE or NOOP of a
+    live fact of the scope is carried out as decided, anything else is decided by the rules.
+    """
     counts = ConsolidationCounts()
     delta: Counter[tuple[str, str]] = Counter()
-    for rec in rows:
+    for i, rec in enumerate(rows):
         index(rec)
-        facts = facts_of(rec.title, rec.content)
-        existing = {m.id: m for m in _existing(s, rec, facts.key, now)}
-        decisions = decide(
-            facts,
-            [
-                Existing(id=m.id, facts=facts_of(m.title, m.content), importance=m.importance)
-                for m in existing.values()
-                if m.id is not None
-            ],
-        )
+        op, target = decided[i] if decided is not None and i < len(decided) else (None, None)
+        shown = _shown(s, rec, target, now) if op in ("UPDATE", "DELETE", "NOOP") else None
+        decisions = model_decision(op, target, shown is not None)
+        if decisions is not None and shown is not None:
+            existing = {shown.id: shown}
+        else:
+            facts = facts_of(rec.title, rec.content)
+            existing = {m.id: m for m in _existing(s, rec, facts.key, now)}
+            decisions = decide(
+                facts,
+                [
+                    Existing(id=m.id, facts=facts_of(m.title, m.content), importance=m.importance)
+                    for m in existing.values()
+                    if m.id is not None
+                ],
+            )
         adds = [d for d in decisions if d.op == "ADD"]
         if adds:
             rec.updated_at = rec.updated_at or rec.created_at

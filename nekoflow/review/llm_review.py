@@ -37,7 +37,8 @@ JSON 结构:
   "memory_items": [{"target": "user|character|world",
                     "mem_type": "short|long|relationship|event",
                     "title": str, "content": str, "importance": 0-1,
-                    "ttl": "short|long|permanent"}],
+                    "ttl": "short|long|permanent",
+                    "op": "ADD|UPDATE|DELETE|NOOP", "memory_id": int | null}],
   "relationship_delta": {"affection": int, "trust": int, "familiarity": int, "dependency": int,
                          "security": int, "jealousy": int, "reason": str},
   "plot_update": null | {"should_create_node": bool,
@@ -50,7 +51,11 @@ JSON 结构:
              "user_engagement": 0-1, "risk": 0-1},
   "skipped": bool
 }
-关系增量为本轮的变化量,每个维度在 -5 到 5 之间。普通闲聊 skipped 为 true。"""
+关系增量为本轮的变化量,每个维度在 -5 到 5 之间。普通闲聊 skipped 为 true。
+existing_memories 是已有的记忆(id、title、content)。每条 memory_items 与它们对照:
+重述了某条已有记忆(内容有补充或更新)时 op 为 UPDATE,memory_id 为那条记忆的 id;
+与某条已有记忆矛盾(新事实取代旧事实)时 op 为 DELETE,memory_id 为被取代记忆的 id;
+已有记忆已经完全包含时 op 为 NOOP,memory_id 为那条记忆的 id;全新的信息 op 为 ADD。"""
 
 
 class LLMReviewError(NekoflowError):
@@ -72,6 +77,9 @@ def build_messages(inp: ReviewInput) -> list[dict[str, str]]:
         "real_time_context": inp.real_time_context,
         "active_plot_node": inp.active_plot_node,
         "recent_messages": inp.recent_messages[-6:],
+        "existing_memories": [
+            {k: m.get(k) for k in ("id", "title", "content")} for m in inp.memories
+        ],
     }
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -145,8 +153,31 @@ def clamp_output(data: dict[str, Any]) -> dict[str, Any]:
         for i, item in enumerate(items):
             if isinstance(item, dict) and item.get("importance") is not None:
                 item = {**item, "importance": _clamp01(item["importance"], f"memory_items.{i}")}
+            if isinstance(item, dict):
+                item = _memory_op(item)
             fixed_items.append(item)
         out["memory_items"] = fixed_items
+    return out
+
+
+_OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
+
+
+def _memory_op(item: dict[str, Any]) -> dict[str, Any]:
+    """A memory item's ``op``/``memory_id`` made valid, or dropped (then the rules decide):
+    an unknown op, or an UPDATE/DELETE/NOOP without an integer memory id."""
+    out = dict(item)
+    op = out.pop("op", None)
+    mid = out.pop("memory_id", None)
+    op = op.strip().upper() if isinstance(op, str) else None
+    if isinstance(mid, str) and mid.strip().isdigit():
+        mid = int(mid.strip())
+    if not isinstance(mid, int) or isinstance(mid, bool):
+        mid = None
+    if op == "ADD":
+        out["op"] = "ADD"
+    elif op in _OPS and mid is not None:
+        out["op"], out["memory_id"] = op, mid
     return out
 
 

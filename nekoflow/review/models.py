@@ -72,6 +72,12 @@ class MemoryItem(_Model):
     content: str = ""
     importance: float = Field(default=0.0, ge=0.0, le=1.0)
     ttl: Literal["short", "long", "permanent"] = "short"
+    #: The LLM review's consolidation decision against a memory it was shown
+    #: (``ReviewInput.memories``): ``UPDATE`` it to this content, ``DELETE`` it (this one
+    #: contradicts and replaces it), ``NOOP`` (already known), ``ADD``. None: the rules decide.
+    op: Literal["ADD", "UPDATE", "DELETE", "NOOP"] | None = None
+    #: The id of the shown memory ``op`` is about (UPDATE, DELETE, NOOP).
+    memory_id: int | None = None
 
 
 RELATIONSHIP_DIMENSIONS: tuple[str, ...] = (
@@ -161,6 +167,9 @@ class ReviewInput(_Model):
     real_time_context: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     turn_context: dict[str, Any] = Field(default_factory=dict)
+    #: The scope's memories that went into this turn's prompt (``{"id", "title", "content"}``),
+    #: so an LLM review can decide how a new memory relates to them.
+    memories: list[dict[str, Any]] = Field(default_factory=list)
 
     @field_validator("conversation_id", "character_id", "user_id", "group_id", mode="before")
     @classmethod
@@ -175,6 +184,7 @@ class ReviewInput(_Model):
         "world_context",
         "tool_calls",
         "turn_context",
+        "memories",
         mode="before",
     )
     @classmethod
@@ -182,7 +192,7 @@ class ReviewInput(_Model):
         # Callers pass optional turn-context parts straight through (the seed's
         # ``real_time_context=turn_context.real_time_context``); None means "nothing known".
         if v is None:
-            return [] if info.field_name in ("recent_messages", "tool_calls") else {}
+            return [] if info.field_name in ("recent_messages", "tool_calls", "memories") else {}
         return v
 
     @field_validator("selected_choice")

@@ -65,6 +65,9 @@ _COMMON_DDL = (
     "(role_id, scope_id, last_accessed_at)",
     "CREATE INDEX IF NOT EXISTS ix_memory_fact_key ON memory_record (role_id, scope_id, fact_key)",
     "CREATE INDEX IF NOT EXISTS ix_memory_kind ON memory_record (role_id, scope_id, kind, id)",
+    # The memories still waiting for their vector (or embedded by another model).
+    "CREATE INDEX IF NOT EXISTS ix_memory_embedding ON memory_record "
+    "(role_id, scope_id, embedding_model, id)",
     # A summary is keyed by its span: a retried summary task cannot write a second one.
     "CREATE UNIQUE INDEX IF NOT EXISTS ux_memory_summary_span ON memory_record "
     "(role_id, scope_id, span_from_line)",

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from nekoflow.storage.dialogue import UTCDateTime, utcnow
@@ -238,8 +238,10 @@ class MemoryRecord(SQLModel, table=True):
     #: A summary's span on the dialogue path: first and last line id it covers.
     span_from_line: int | None = None
     span_to_line: int | None = None
-    #: The embedding of title + content (optional embeddings endpoint) and its model.
-    embedding: list[float] | None = Field(default=None, sa_column=Column(JSON))
+    #: The embedding of title + content (optional embeddings endpoint): unit-length float32
+    #: little-endian bytes (``nekoflow.memory.embeddings.pack``), and the model that made it.
+    #: Both are cleared when the content changes; the ``memory`` queue fills them.
+    embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     embedding_model: str | None = Field(default=None, max_length=200)
 
 

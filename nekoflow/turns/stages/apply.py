@@ -60,7 +60,8 @@ def _apply(
         out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now, settings=deps.settings
     )
     plots = plot_rows(out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now)
-    ops = write_memories(s, memories, now=now, settings=deps.settings)  # consolidated
+    decided = [(m.op, m.memory_id) for m in out.memory_items] if out.should_write_memory else None
+    ops = write_memories(s, memories, now=now, settings=deps.settings, decided=decided)
     s.add_all(plots)
     suggestions = 0
     if out.world_book_update is not None and out.world_book_update.should_update:

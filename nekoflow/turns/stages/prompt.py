@@ -19,6 +19,7 @@ from nekoflow.characters.card import CardData
 from nekoflow.characters.greetings import greeting_index, greeting_text, write_greeting
 from nekoflow.macros import MacroContext
 from nekoflow.memory import build_memory
+from nekoflow.memory.embeddings import configured_embedder, query_vector
 from nekoflow.memory.history import load_history_rows
 from nekoflow.memory.retrieve import PromptMemories, prompt_memories
 from nekoflow.memory.settings import get_memory_settings
@@ -187,6 +188,9 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
     text = turn_user_text(req, d)
     now = d.sent_at or turn.run.created_at
     ensure_memory_index(deps.engine)
+    msettings = get_memory_settings()
+    embedder = configured_embedder()
+    qvec = query_vector(embedder, text, msettings.embeddings_query_timeout)
     with read_session(deps.engine) as s:
         rows = _history_rows(deps, s, d, turn_id)
         relationship = _relationship(s, role, d.scope_id)
@@ -197,7 +201,9 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
             message=text,
             context=[line_text(r) for r in rows[-4:]],
             now=now,
-            settings=get_memory_settings(),
+            settings=msettings,
+            query_vector=qvec,
+            embeddings_model=embedder.model if embedder is not None else None,
         )
     messages = build_memory(rows, role_id=d.role_id)
     recall = WorldBookRecallContext(

@@ -6,8 +6,11 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
+from sqlmodel import col, select
 
 from nekoflow.review.models import ReviewInput, ReviewOutput
+from nekoflow.storage import read_session
+from nekoflow.storage.turns import MemoryRecord
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.models import (
     BeforeTurnResult,
@@ -30,10 +33,32 @@ log = logging.getLogger(__name__)
 
 def review_input(deps: TurnDeps, turn_id: str) -> ReviewInput:
     """The ReviewInput of this turn, as the review stage builds it."""
-    return _review_input(_load(deps, turn_id))
+    turn = _load(deps, turn_id)
+    return _review_input(turn, _shown_memories(deps, turn))
 
 
-def _review_input(turn: _Turn) -> ReviewInput:
+def _shown_memories(deps: TurnDeps, turn: _Turn) -> list[dict[str, Any]]:
+    """The live facts that went into this turn's prompt, for an LLM review to consolidate
+    against (none in rule mode: the rules look memories up themselves)."""
+    if getattr(deps.review, "mode", "rule") != "llm":
+        return []
+    b = turn.required("before_turn", BeforeTurnResult)
+    ids = [
+        r["id"] for r in b.memory_refs if r.get("kind") == "fact" and isinstance(r.get("id"), int)
+    ]
+    if not ids:
+        return []
+    with read_session(deps.engine) as s:
+        rows = s.exec(
+            select(MemoryRecord.id, MemoryRecord.title, MemoryRecord.content).where(
+                col(MemoryRecord.id).in_(ids), col(MemoryRecord.superseded_by).is_(None)
+            )
+        ).all()
+    by_id = {i: {"id": i, "title": t, "content": c} for i, t, c in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _review_input(turn: _Turn, memories: list[dict[str, Any]] | None = None) -> ReviewInput:
     run, turn_id = turn.run, turn.run.turn_id
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
@@ -51,6 +76,7 @@ def _review_input(turn: _Turn) -> ReviewInput:
         "relationship_state": b.relationship,
         "real_time_context": d.real_time,
         "turn_context": {"turn_id": turn_id, "channel": run.channel},
+        "memories": memories or [],
     }
     try:
         return ReviewInput.model_validate(fields)
@@ -67,8 +93,9 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     stored = turn.result("review", ReviewOutput)
     if stored is not None:
         return stored
+    inp = _review_input(turn, _shown_memories(deps, turn))
     with metered() as calls:  # an LLM review's calls are paid for too: count them
-        output = deps.review.run(_review_input(turn))
+        output = deps.review.run(inp)
     d = turn.required("dispatch", DispatchResult)
     usage = TurnUsage(turn.run, d, "review", calls)
     kept = _save_result(deps, turn_id, "review", output, also=usage)
