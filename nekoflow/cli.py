@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:  # annotations only: Typer ≥ 0.26 runs on its own copy of Click
+    import click
 
 from nekoflow import __version__
 
@@ -113,7 +115,7 @@ class LazyGroup(TyperGroup):
             return super().get_command(ctx, cmd_name)
         target, help_line = self.lazy[cmd_name]
         if self._listing:
-            return click.Command(cmd_name, help=help_line, short_help=help_line)
+            return TyperCommand(cmd_name, help=help_line, short_help=help_line)
         command = _load(cmd_name, target)
         self.commands[cmd_name] = command
         return command
@@ -140,6 +142,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals may hold API keys and message text
+    # The top-level help is plain Click: Typer's rich help imports rich.markdown (~0.1 s), and
+    # ``nekoflow --help`` must start fast. Sub-commands keep the rich help.
+    rich_markup_mode=None,
 )
 gateway_app = typer.Typer(
     cls=GatewayGroup,

@@ -8,24 +8,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.errors import InputError
-from nekoflow.settings import get_settings
-from nekoflow.storage import get_engine
-from nekoflow.worldbook.budgets import lore_recall_config
-from nekoflow.worldbook.cooldowns import CooldownState
-from nekoflow.worldbook.formats import dump_world_books
-from nekoflow.worldbook.importers import parse_import
-from nekoflow.worldbook.matcher import describe_recall
-from nekoflow.worldbook.models import WorldBookRecallConfig, WorldBookRecallContext
-from nekoflow.worldbook.st_export import export_book
-from nekoflow.worldbook.store import WorldBookStore
+
+if TYPE_CHECKING:
+    from nekoflow.worldbook.cooldowns import CooldownState
+    from nekoflow.worldbook.models import WorldBookRecallConfig
+    from nekoflow.worldbook.store import WorldBookStore
+
+# The database, the matcher and pydantic are imported by the command that runs, not on import:
+# ``nekoflow worldbook --help`` must start fast.
 
 worldbook_app = typer.Typer(
     name="worldbook",
@@ -43,11 +40,17 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def _store() -> WorldBookStore:
+    from nekoflow.storage import get_engine
+    from nekoflow.worldbook.store import WorldBookStore
+
     return WorldBookStore(get_engine())
 
 
 def turn_config() -> WorldBookRecallConfig:
     """The recall config a turn uses (budgets from NEKOFLOW_LLM_CONTEXT_WINDOW and friends)."""
+    from nekoflow.settings import get_settings
+    from nekoflow.worldbook.budgets import lore_recall_config
+
     settings = get_settings()
     return lore_recall_config(
         context_window=settings.llm_context_window,
@@ -67,6 +70,8 @@ def import_command(
     dry_run: Annotated[bool, typer.Option(help="Parse and report, write nothing.")] = False,
 ) -> None:
     """Import a file; everything or nothing is written, and unmapped fields are reported."""
+    from nekoflow.worldbook.importers import parse_import
+
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -125,6 +130,9 @@ def export_command(
         if missing:
             raise _fail(f"no such world book: {', '.join(missing)}")
         books = [b for b in books if b.id in set(book)]
+    from nekoflow.worldbook.formats import dump_world_books
+    from nekoflow.worldbook.st_export import export_book
+
     if fmt == "sillytavern":
         if len(books) != 1:
             raise _fail("--format sillytavern exports one book: name it with --book ID", code=2)
@@ -186,6 +194,7 @@ def _character(given: str) -> tuple[str, str]:
     """A character given by id or name as (id, name); unknown ones stop with the known list."""
     from sqlmodel import Session, col, select
 
+    from nekoflow.storage import get_engine
     from nekoflow.storage.dialogue import Role
     from nekoflow.turns.characters import resolve_role
 
@@ -222,6 +231,11 @@ def test_match_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the test-match JSON.")] = False,
 ) -> None:
     """Show which entries a message recalls (sources, keywords, score) and which were dropped."""
+    from pydantic import ValidationError
+
+    from nekoflow.worldbook.matcher import describe_recall
+    from nekoflow.worldbook.models import WorldBookRecallContext
+
     messages = [
         {"role": r, "content": c}
         for r, c in _parse_pairs(recent or [], ":", "recent", "ROLE:CONTENT")
@@ -267,6 +281,8 @@ def test_match_command(
 
 def _scope_state(scope: str) -> CooldownState:
     """The scope's timed-effect state, read from the Redis cooldown store."""
+    from nekoflow.settings import get_settings
+
     settings = get_settings()
     if not settings.uses_redis_cooldowns:
         raise _fail(
