@@ -11,9 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, func, update
+from sqlalchemy import and_, bindparam, func, update
 from sqlalchemy import literal as sa_literal
-from sqlalchemy import null as sa_null
 from sqlalchemy import select as sa_select
 from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Engine
@@ -29,12 +28,34 @@ _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
 _MSG: Any = TurnMessage.__table__  # type: ignore[attr-defined]
 
 
-def _known_turn(dedupe_key: str) -> Any:
+def _known_turn(key: Any) -> Any:
     """The turn a platform message belongs to — its own or the one it was merged into — as a
-    scalar select (NULL for a new message)."""
-    own = sa_select(_RUN.c.turn_id).where(_RUN.c.dedupe_key == dedupe_key).scalar_subquery()
-    merged = sa_select(_MSG.c.turn_id).where(_MSG.c.dedupe_key == dedupe_key).scalar_subquery()
+    scalar select of the dedupe ``key`` (a value or a bind parameter; NULL for a new message)."""
+    own = sa_select(_RUN.c.turn_id).where(_RUN.c.dedupe_key == key).scalar_subquery()
+    merged = sa_select(_MSG.c.turn_id).where(_MSG.c.dedupe_key == key).scalar_subquery()
     return func.coalesce(own, merged)
+
+
+_KNOWN = sa_select(_known_turn(bindparam("key")))
+"""Built once (statement construction costs more than running it): see merged_turn_for."""
+
+
+def _probe() -> Any:
+    """In one statement: is the message (``key``) known, and the newest queued turn of the
+    ``scope`` (its id and creation time), if any."""
+    queued = (
+        sa_select(_RUN.c.turn_id, _RUN.c.created_at)
+        .where(_RUN.c.scope_id == bindparam("scope"), _RUN.c.status == TurnStatus.queued.value)
+        .order_by(_RUN.c.seq.desc())
+        .limit(1)
+        .subquery()
+    )
+    return sa_select(
+        _known_turn(bindparam("key")).label("known"), queued.c.turn_id, queued.c.created_at
+    ).select_from(sa_select(sa_literal(1).label("one")).subquery().outerjoin(queued, sa_true()))
+
+
+_PROBE = _probe()
 
 
 def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
@@ -43,7 +64,7 @@ def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
     if not dedupe_key:
         return None
     with engine.connect() as conn:
-        return conn.execute(sa_select(_known_turn(dedupe_key))).scalar()
+        return conn.execute(_KNOWN, {"key": dedupe_key}).scalar()
 
 
 def create_or_merge(
@@ -59,21 +80,10 @@ def create_or_merge(
     from nekoflow.turns.store import _next_seq
 
     assert run.scope_id is not None
-    queued = (
-        sa_select(_RUN.c.turn_id, _RUN.c.created_at)
-        .where(_RUN.c.scope_id == run.scope_id, _RUN.c.status == TurnStatus.queued.value)
-        .order_by(_RUN.c.seq.desc())
-        .limit(1)
-        .subquery()
-    )
-    known = _known_turn(run.dedupe_key) if run.dedupe_key else sa_null()
-    # One round trip: is the message known, and the scope's newest queued turn (if any).
-    probe = sa_select(known.label("known"), queued.c.turn_id, queued.c.created_at).select_from(
-        sa_select(sa_literal(1).label("one")).subquery().outerjoin(queued, sa_true())
-    )
     with Session(engine, expire_on_commit=False) as s:
         seq = _next_seq(s, run.scope_id)  # the scope's lock until this transaction ends
-        seen, target_id, created_at = s.execute(probe).one()
+        params = {"key": run.dedupe_key, "scope": run.scope_id}
+        seen, target_id, created_at = s.execute(_PROBE, params).one()
         if seen is not None:
             s.rollback()
             return None, seen
