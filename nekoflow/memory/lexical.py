@@ -15,12 +15,13 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
     "CorpusStats",
     "bm25",
+    "bm25_scorer",
     "doc_terms",
     "index_text",
     "query_terms",
@@ -110,15 +111,22 @@ class CorpusStats:
 
 def bm25(query: Mapping[str, float], doc: Iterable[str], stats: CorpusStats) -> float:
     """The BM25 score of a document (its terms) for weighted query terms."""
-    words = list(doc)
-    if not words or not query:
-        return 0.0
-    tf = Counter(w for w in words if w in query)
-    if not tf:
-        return 0.0
-    norm = K1 * (1 - B + B * len(words) / max(stats.avg_len, 1.0))
-    return sum(
-        weight * stats.idf(t) * tf[t] * (K1 + 1) / (tf[t] + norm)
-        for t, weight in query.items()
-        if t in tf
-    )
+    return bm25_scorer(query, stats)(doc)
+
+
+def bm25_scorer(query: Mapping[str, float], stats: CorpusStats) -> Callable[[Iterable[str]], float]:
+    """BM25 for one query over many documents: each term's weight × idf computed once."""
+    weighted = {t: w * stats.idf(t) for t, w in query.items()}
+    avg = max(stats.avg_len, 1.0)
+
+    def score(doc: Iterable[str]) -> float:
+        words = list(doc)
+        if not words or not weighted:
+            return 0.0
+        tf = Counter(w for w in words if w in weighted)
+        if not tf:
+            return 0.0
+        norm = K1 * (1 - B + B * len(words) / avg)
+        return sum(weighted[t] * n * (K1 + 1) / (n + norm) for t, n in tf.items())
+
+    return score

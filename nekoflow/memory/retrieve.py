@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
 from nekoflow.memory.embeddings import unpack
-from nekoflow.memory.lexical import query_terms
+from nekoflow.memory.lexical import CorpusStats, query_terms
 from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
 from nekoflow.memory.search import candidate_rows, corpus_stats
 from nekoflow.memory.settings import MemorySettings
@@ -67,6 +67,11 @@ _COLUMNS: tuple[Any, ...] = (
 )
 
 
+_TABLE: Any = MemoryRecord.__table__
+#: How many of the newest summaries a prompt considers.
+SUMMARY_SCAN = 64
+
+
 def _candidate(row: Any, model: str | None = None) -> Candidate:
     embedding = None
     if model is not None and getattr(row, "embedding_model", None) == model:
@@ -87,6 +92,62 @@ def _candidate(row: Any, model: str | None = None) -> Candidate:
     )
 
 
+def _gather(
+    s: Session,
+    *,
+    role_id: int,
+    scope_id: str,
+    message: str,
+    context: Sequence[str],
+    now: datetime,
+    settings: MemorySettings,
+    model: str | None,
+    summaries: int = 0,
+) -> tuple[list[Any], dict[str, float], CorpusStats]:
+    """The candidate rows (and the ``summaries`` newest summaries) in one statement, with the
+    query's term weights and the scope's BM25 statistics (two round trips in all)."""
+    query = query_terms(message, context)
+    stats = corpus_stats(s, role_id, scope_id, query)
+    columns = [_TABLE.c[c.key] for c in _COLUMNS]
+    if model is not None:
+        columns += [_TABLE.c.embedding, _TABLE.c.embedding_model]
+    rows = candidate_rows(
+        s,
+        role_id,
+        scope_id,
+        query,
+        stats,
+        now,
+        limit=settings.candidates,
+        pool=settings.pool,
+        kinds=RETRIEVED,
+        columns=columns,
+        semantic=settings.semantic_scan,
+        model=model,
+        summaries=summaries,
+    )
+    return rows, query, stats
+
+
+def _ranked(
+    rows: Sequence[Any],
+    query: dict[str, float],
+    stats: CorpusStats,
+    now: datetime,
+    settings: MemorySettings,
+    query_vector: Sequence[float] | None,
+    model: str | None,
+    skip: set[int],
+) -> list[Scored]:
+    """The live candidate rows not in ``skip``, ranked."""
+    candidates = [
+        _candidate(r, model)
+        for r in rows
+        if r.id not in skip and (r.expires_at is None or r.expires_at > now)
+    ]
+    return rank(candidates, query, stats, now, settings.weights, query_vector)
+
+
 def retrieve(
     s: Session,
     *,
@@ -104,29 +165,31 @@ def retrieve(
     ids already in the prompt, e.g. the newest summaries; ``query_vector``: the message's
     embedding by ``embeddings_model``, blended with the lexical relevance)."""
     model = embeddings_model if query_vector else None
-    query = query_terms(message, context)
-    stats = corpus_stats(s, role_id, scope_id, query)
-    table: Any = MemoryRecord.__table__
-    columns = [table.c[c.key] for c in _COLUMNS]
-    if model is not None:
-        columns += [table.c.embedding, table.c.embedding_model]
-    rows = candidate_rows(
+    rows, query, stats = _gather(
         s,
-        role_id,
-        scope_id,
-        query,
-        stats,
-        now,
-        limit=settings.candidates,
-        pool=settings.pool,
-        kinds=RETRIEVED,
-        columns=columns,
-        semantic=settings.semantic_scan,
+        role_id=role_id,
+        scope_id=scope_id,
+        message=message,
+        context=context,
+        now=now,
+        settings=settings,
         model=model,
     )
-    skip = set(exclude)
-    candidates = [_candidate(r, model) for r in rows if r.id not in skip]
-    return rank(candidates, query, stats, now, settings.weights, query_vector)
+    return _ranked(rows, query, stats, now, settings, query_vector, model, set(exclude))
+
+
+def _newest_within(summary_rows: Sequence[tuple[int, str]], budget: int) -> list[tuple[int, str]]:
+    """Of (id, content) summaries, the newest that fit ``budget`` tokens, oldest first."""
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    for mid, content in sorted(summary_rows, key=lambda r: -r[0])[:SUMMARY_SCAN]:
+        cost = estimate_tokens(memory_line("[往事]", content)) + 1
+        if used + cost > budget:
+            break
+        chosen.append((mid, content))
+        used += cost
+    chosen.reverse()
+    return chosen
 
 
 def summaries(s: Session, role_id: int, scope_id: str, budget: int) -> list[tuple[int, str]]:
@@ -142,18 +205,9 @@ def summaries(s: Session, role_id: int, scope_id: str, budget: int) -> list[tupl
             col(MemoryRecord.superseded_by).is_(None),
         )
         .order_by(col(MemoryRecord.id).desc())
-        .limit(64)
+        .limit(SUMMARY_SCAN)
     ).all()
-    chosen: list[tuple[int, str]] = []
-    used = 0
-    for mid, content in rows:
-        cost = estimate_tokens(memory_line("[往事]", content)) + 1
-        if used + cost > budget:
-            break
-        chosen.append((mid, content))
-        used += cost
-    chosen.reverse()
-    return chosen
+    return _newest_within([(mid, content) for mid, content in rows], budget)
 
 
 def prompt_memories(
@@ -169,8 +223,9 @@ def prompt_memories(
     embeddings_model: str | None = None,
 ) -> PromptMemories:
     """Summaries of the distant past + the retrieved memories that fit their token budgets."""
-    past = summaries(s, role_id, scope_id, settings.summary_tokens)
-    ranked = retrieve(
+    model = embeddings_model if query_vector else None
+    scan = SUMMARY_SCAN if settings.summary_tokens > 0 else 0
+    rows, query, stats = _gather(
         s,
         role_id=role_id,
         scope_id=scope_id,
@@ -178,10 +233,18 @@ def prompt_memories(
         context=context,
         now=now,
         settings=settings,
-        query_vector=query_vector,
-        embeddings_model=embeddings_model,
-        exclude=[i for i, _ in past],
+        model=model,
+        summaries=scan,
     )
+    past = (
+        _newest_within(
+            [(r.id, r.content) for r in rows if r.kind == "summary"], settings.summary_tokens
+        )
+        if scan
+        else []
+    )
+    skip = {i for i, _ in past}
+    ranked = _ranked(rows, query, stats, now, settings, query_vector, model, skip)
     chosen = select_within_budget(ranked, settings.prompt_tokens, estimate_tokens)
     block = memory_block([(str(i), text) for i, text in past], chosen)
     used = [PromptMemory(id=i, kind="summary") for i, _ in past] + [

@@ -16,7 +16,7 @@ from operator import mul
 
 from pydantic import BaseModel, Field
 
-from nekoflow.memory.lexical import CorpusStats, bm25, doc_terms
+from nekoflow.memory.lexical import CorpusStats, bm25_scorer, doc_terms
 
 __all__ = [
     "Candidate",
@@ -106,7 +106,8 @@ def rank(
     """The candidates by descending score (ties: newer use first, then higher id)."""
     if not candidates:
         return []
-    lexical = _minmax([bm25(query, doc_terms(c.terms), stats) for c in candidates])
+    scorer = bm25_scorer(query, stats)
+    lexical = _minmax([scorer(doc_terms(c.terms)) for c in candidates])
     relevance = lexical
     if query_vector and any(c.embedding for c in candidates):
         # Stored vectors are unit-length (``embeddings.pack``): the cosine is a dot product.

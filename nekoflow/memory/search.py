@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, text
-from sqlmodel import Session, col, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session
 
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.storage.dialogue import UTCDateTime
@@ -22,15 +23,18 @@ from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 __all__ = ["candidate_rows", "corpus_stats", "lexical_ids"]
 
 
+_STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
+_STATS_QUERY = sa_select(_STATS.c.term, _STATS.c.df).where(
+    _STATS.c.scope_key == bindparam("key"), _STATS.c.term.in_(bindparam("terms", expanding=True))
+)
+"""Built once: constructing the statement per turn cost more than running it."""
+
+
 def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) -> CorpusStats:
     """BM25 statistics of the scope for these terms (one indexed query)."""
     key = scope_token(role_id, scope_id)
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
-    rows = s.exec(
-        select(MemoryTermStat.term, MemoryTermStat.df).where(
-            col(MemoryTermStat.scope_key) == key, col(MemoryTermStat.term).in_(wanted)
-        )
-    ).all()
+    rows = s.execute(_STATS_QUERY, {"key": key, "terms": wanted}).all()
     df = {t: n for t, n in rows}
     docs = max(df.pop(DOCS, 0), 0)
     total = max(df.pop(LENGTH, 0), 0)
@@ -126,10 +130,12 @@ def candidate_rows(
     columns: Sequence[Any],
     semantic: int = 0,
     model: str | None = None,
+    summaries: int = 0,
 ) -> list[Any]:
     """In ONE statement: ``columns`` of the live memories holding the rarest of ``words``
     (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used,
-    plus (with ``model``) the ``semantic`` newest with a vector from that embeddings model."""
+    plus (with ``model``) the ``semantic`` newest with a vector from that embeddings model,
+    plus the ``summaries`` newest current summaries of the scope."""
     dialect = s.get_bind().dialect.name
     params = _params(role_id, scope_id, now, kinds) | {"n": limit, "p": pool}
     parts: list[str] = []
@@ -153,6 +159,12 @@ def candidate_rows(
         parts.append(
             f"SELECT v.id FROM memory_record v WHERE {_live_sql('v', kinds)} "
             "AND v.embedding_model = :em ORDER BY v.id DESC LIMIT :v"
+        )
+    if summaries:
+        params["sm"] = summaries
+        parts.append(
+            "SELECT h.id FROM memory_record h WHERE h.role_id = :r AND h.scope_id = :s "
+            "AND h.kind = 'summary' AND h.superseded_by IS NULL ORDER BY h.id DESC LIMIT :sm"
         )
     if not parts:
         return []
