@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.worldbook import WorldBookRow
@@ -22,16 +22,19 @@ class BookCache:
         self._books: list[WorldBook] = []
         self._lock = threading.Lock()
 
-    def _version(self) -> tuple[tuple[str, str, str], ...]:
-        with read_session(self._engine) as s:
-            rows = s.exec(
-                select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)
-            ).all()
+    def _version(self, session: Session | None) -> tuple[tuple[str, str, str], ...]:
+        if session is None:
+            with read_session(self._engine) as s:
+                return self._version(s)
+        rows = session.exec(
+            select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)
+        ).all()
         return tuple(sorted((r[0], r[1] or "", r[2] or "") for r in rows))
 
-    def books(self) -> list[WorldBook]:
-        """The current books (one cheap query when nothing changed)."""
-        key = self._version()
+    def books(self, session: Session | None = None) -> list[WorldBook]:
+        """The current books (one cheap query when nothing changed; in ``session``'s
+        transaction when given)."""
+        key = self._version(session)
         with self._lock:
             if key == self._key:
                 return self._books

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from sqlalchemy import and_, or_, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
@@ -44,6 +44,17 @@ def claim_llm_call(
     ``busy``: another chain's call is in flight (``wait_seconds`` until its lease runs out);
     ``exhausted``: the turn has used all ``max_attempts``; ``not_running``: the turn is not running.
     """
+    with engine.begin() as conn:
+        return claim_llm_call_in(
+            conn, turn_id, lease_seconds=lease_seconds, max_attempts=max_attempts
+        )
+
+
+def claim_llm_call_in(
+    conn: Connection, turn_id: str, *, lease_seconds: float, max_attempts: int
+) -> LeaseAttempt:
+    """:func:`claim_llm_call` in the caller's transaction (which must commit before the call:
+    the lease only counts once it is visible to the other chains)."""
     now = utcnow()
     owner = uuid.uuid4().hex
     free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
@@ -66,15 +77,14 @@ def claim_llm_call(
         )
         .returning(_RUN.c.llm_attempts)
     )
-    with engine.begin() as conn:
-        row = conn.execute(stmt).first()
-        if row is not None:
-            return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
-        cur = conn.execute(
-            select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
-                _RUN.c.turn_id == turn_id
-            )
-        ).first()
+    row = conn.execute(stmt).first()
+    if row is not None:
+        return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
+    cur = conn.execute(
+        select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
+            _RUN.c.turn_id == turn_id
+        )
+    ).first()
     if cur is None or cur.status != TurnStatus.running.value:
         return LeaseAttempt("not_running")
     until = cur.llm_lease_until

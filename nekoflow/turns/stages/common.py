@@ -111,15 +111,19 @@ def _save_result(
     result: R,
     *,
     also: Callable[[Session], Any] | None = None,
+    session: Session | None = None,
     **run_fields: Any,
 ) -> R:
-    """Store a computed result (and progress on the TurnRun) in one transaction; ``also`` adds
-    rows that belong with it (the usage the stage paid for), only when this result is kept."""
-    with Session(deps.engine) as s:
-        ok = store.put_stage(s, turn_id, stage, result.model_dump(mode="json"), **run_fields)
-        if ok and also is not None:
-            also(s)
-        return _commit_result(s, deps, turn_id, stage, result, stored=ok)
+    """Store a computed result (and progress on the TurnRun) in one transaction — ``session``'s
+    when given (the stage read its inputs there); ``also`` adds rows that belong with it (the
+    usage the stage paid for), only when this result is kept."""
+    if session is None:
+        with Session(deps.engine) as s:
+            return _save_result(deps, turn_id, stage, result, also=also, session=s, **run_fields)
+    ok = store.put_stage(session, turn_id, stage, result.model_dump(mode="json"), **run_fields)
+    if ok and also is not None:
+        also(session)
+    return _commit_result(session, deps, turn_id, stage, result, stored=ok)
 
 
 def _request(run: TurnRun) -> ChatRequest:

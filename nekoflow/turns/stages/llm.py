@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+from sqlmodel import Session
+
 from nekoflow.llm.base import LLMError
 from nekoflow.llm.streaming import complete_streaming
 from nekoflow.observability import hooks
@@ -16,7 +18,7 @@ from nekoflow.turns.errors import (
     TurnFailed,
     TurnNotRunnable,
 )
-from nekoflow.turns.llm_lease import LeaseHeartbeat, claim_llm_call, release_llm_lease
+from nekoflow.turns.llm_lease import LeaseHeartbeat, claim_llm_call_in, release_llm_lease
 from nekoflow.turns.models import (
     DispatchResult,
     LLMCallResult,
@@ -44,24 +46,27 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
 
     Raises :class:`nekoflow.llm.LLMError` on failure (the caller retries retryable ones).
     """
-    turn = _running(deps, turn_id, "llm_call")
-    stored = turn.result("llm_call", LLMCallResult)
-    if stored is not None:
-        return stored
-    messages = _llm_messages(deps, turn)
     settings = deps.settings
-    d = turn.required("dispatch", DispatchResult)
-    fallback = check_quota(
-        deps, turn.run.channel, scope=d.scope_id, user=d.user_id, character=str(d.role_id)
-    )
-    model = deps.model_named(fallback) if fallback else deps.chat_model
-    # At most one call in flight per turn: claim it (counting the turn's attempt) first.
-    claim = claim_llm_call(
-        deps.engine,
-        turn_id,
-        lease_seconds=settings.llm_lease_seconds,
-        max_attempts=settings.llm_max_attempts,
-    )
+    # One transaction: the turn, its prompt's history, and the claim on the call (at most one
+    # call in flight per turn, counting the turn's attempt), committed before the call.
+    with Session(deps.engine, expire_on_commit=False) as s:
+        turn = _running(deps, turn_id, "llm_call", s)
+        stored = turn.result("llm_call", LLMCallResult)
+        if stored is not None:
+            return stored
+        messages = _llm_messages(deps, turn, s)
+        d = turn.required("dispatch", DispatchResult)
+        fallback = check_quota(
+            deps, turn.run.channel, scope=d.scope_id, user=d.user_id, character=str(d.role_id)
+        )
+        model = deps.model_named(fallback) if fallback else deps.chat_model
+        claim = claim_llm_call_in(
+            s.connection(),
+            turn_id,
+            lease_seconds=settings.llm_lease_seconds,
+            max_attempts=settings.llm_max_attempts,
+        )
+        s.commit()
     if claim.kind == "busy":
         raise StageBusy("LLM call in flight in another chain", wait_seconds=claim.wait_seconds)
     if claim.kind == "exhausted":

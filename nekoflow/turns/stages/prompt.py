@@ -169,18 +169,25 @@ def _greet(
 
 
 def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
-    """World-book recall (with cooldowns) and the system prompt."""
-    turn = _running(deps, turn_id, "before_turn")
+    """World-book recall (with cooldowns) and the system prompt: the turn's inputs are read and
+    its result stored in one transaction."""
+    with Session(deps.engine, expire_on_commit=False) as s:
+        return _before_turn(deps, s, turn_id)
+
+
+def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
+    turn = _running(deps, turn_id, "before_turn", s)
     stored = turn.result("before_turn", BeforeTurnResult)
     if stored is not None:
+        s.rollback()
         return stored
     d = turn.required("dispatch", DispatchResult)
     req = _request(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
-    with read_session(deps.engine) as s:
-        role = s.get(Role, d.role_id)
-        if role is None:
-            raise TurnFailed(f"character {d.role_id} was deleted")
+    role = s.get(Role, d.role_id)
+    if role is None:
+        raise TurnFailed(f"character {d.role_id} was deleted")
+    s.expunge(role)
     card = _card(role)
     macros = _macros(turn, d, req, card)
     if card is not None and d.real_time.get("elapsed_seconds") is None:  # a new conversation
@@ -191,20 +198,20 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
     msettings = get_memory_settings()
     embedder = configured_embedder()
     qvec = query_vector(embedder, text, msettings.embeddings_query_timeout)
-    with read_session(deps.engine) as s:
-        rows = _history_rows(deps, s, d, turn_id)
-        relationship = _relationship(s, role, d.scope_id)
-        memories = prompt_memories(
-            s,
-            role_id=d.role_id,
-            scope_id=d.scope_id,
-            message=text,
-            context=[line_text(r) for r in rows[-4:]],
-            now=now,
-            settings=msettings,
-            query_vector=qvec,
-            embeddings_model=embedder.model if embedder is not None else None,
-        )
+    rows = _history_rows(deps, s, d, turn_id)
+    relationship = _relationship(s, role, d.scope_id)
+    memories = prompt_memories(
+        s,
+        role_id=d.role_id,
+        scope_id=d.scope_id,
+        message=text,
+        context=[line_text(r) for r in rows[-4:]],
+        now=now,
+        settings=msettings,
+        query_vector=qvec,
+        embeddings_model=embedder.model if embedder is not None else None,
+    )
+    books = books_for(deps).books(s)
     messages = build_memory(rows, role_id=d.role_id)
     recall = WorldBookRecallContext(
         latest_user_message=req.content,
@@ -217,7 +224,7 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
     )
     results = match_entries_v2(
         recall,
-        books_for(deps).books(),
+        books,
         character_id=str(d.role_id),
         config=deps.recall_config,
         cooldowns=deps.cooldowns.snapshot(d.scope_id),
@@ -264,7 +271,12 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
         relationship=relationship,
     )
     return _save_result(
-        deps, turn_id, "before_turn", result, also=lambda s: _mark_used(deps, s, memories, now)
+        deps,
+        turn_id,
+        "before_turn",
+        result,
+        also=lambda s: _mark_used(deps, s, memories, now),
+        session=s,
     )
 
 
@@ -276,14 +288,15 @@ def _mark_used(deps: TurnDeps, s: Session, memories: PromptMemories, now: dateti
 def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
     """System prompt + the dialogue history and this turn's user message, with the depth
     inserts (lore at depth, the card's note) placed in them + the post-history instructions."""
-    return _llm_messages(deps, _load(deps, turn_id))
+    with read_session(deps.engine) as s:
+        return _llm_messages(deps, _load(deps, turn_id, s), s)
 
 
-def _llm_messages(deps: TurnDeps, turn: _Turn) -> list[dict[str, str]]:
+def _llm_messages(deps: TurnDeps, turn: _Turn, s: Session) -> list[dict[str, str]]:
+    """:func:`llm_messages` for a loaded turn, reading its history in ``s``."""
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
-    with read_session(deps.engine) as s:
-        rows = _history_rows(deps, s, d, turn.run.turn_id)
+    rows = _history_rows(deps, s, d, turn.run.turn_id)
     if b.history_lines is not None:  # the token-sized window before_turn chose
         rows = rows[len(rows) - b.history_lines :] if b.history_lines else []
     history = build_memory(rows, role_id=d.role_id)
