@@ -22,6 +22,7 @@ from nekoflow.delivery import outbox
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
 from nekoflow.delivery.runner import DeliveryDeps, deliver_turn, next_in_line, send_typing
 from nekoflow.delivery.tables import DeliveryStatus
+from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.notify import notifier_for
 from tasks.app import app
@@ -101,15 +102,19 @@ def publish_delivery(turn_id: str, scope: str | None) -> None:
     _publish(deliver, turn_id, scope)
 
 
-def after_stage(stage: str, turn_id: str, kind: str, scope: str | None) -> None:
+def after_stage(
+    stage: str, turn_id: str, kind: str, scope: str | None, run: TurnRun | None = None
+) -> None:
     """Hook of the stage tasks (never raises): typing after dispatch, notification and
-    delivery once the turn has ended."""
+    delivery once the turn has ended. ``run``: the turn's row as read after the stage (after
+    dispatch, as dispatch read it; once ended, as it ended), saving a read."""
     try:
         ended = (stage == "apply_deltas" and kind == "ok") or kind == "failed"
         if not ended and not (stage == "dispatch" and kind == "ok"):
             return
         turn_deps = get_deps()
-        run = store.get_run(turn_deps.engine, turn_id)
+        if run is None or run.turn_id != turn_id:
+            run = store.get_run(turn_deps.engine, turn_id)
         if run is None:
             return
         if not ended:
@@ -138,7 +143,9 @@ def republish_deliveries() -> list[str]:
     return [r.turn_id for r in stalled]
 
 
-def after_stage_task(task: Task, stage: str, turn_id: str, kind: str) -> None:
+def after_stage_task(
+    task: Task, stage: str, turn_id: str, kind: str, run: TurnRun | None = None
+) -> None:
     """:func:`after_stage` with the scope label taken from the stage task's own arguments."""
     args = list(task.request.args or [])
-    after_stage(stage, turn_id, kind, args[1] if len(args) > 1 else None)
+    after_stage(stage, turn_id, kind, args[1] if len(args) > 1 else None, run)

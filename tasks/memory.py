@@ -16,7 +16,6 @@ from nekoflow.memory.embeddings import EmbeddingsError, configured_embedder
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.summaries import summarize_save
 from nekoflow.memory.vectors import embed_save
-from nekoflow.storage import read_session
 from nekoflow.turns import store
 from tasks.app import app
 from tasks.runtime import get_deps
@@ -77,12 +76,14 @@ def embed(self: Task, save_id: int) -> dict[str, Any]:
     return {"save_id": save_id, "embedded": stored}
 
 
-def after_apply(turn_id: str) -> None:
-    """After a turn applied: publish the summary task when apply found it due (never raises)."""
+def after_apply(turn_id: str, results: dict[str, dict[str, Any]] | None = None) -> None:
+    """After a turn applied: publish the summary task when apply found it due (never raises).
+    ``results``: the turn's stored stage results when the caller has read them."""
     try:
-        with read_session(get_deps().engine) as s:
-            result = store.get_stage(s, turn_id, "apply_deltas") or {}
-            dispatch = store.get_stage(s, turn_id, "dispatch") or {}
+        if results is None:
+            results = store.load_turn(get_deps().engine, turn_id)[1]
+        result = results.get("apply_deltas") or {}
+        dispatch = results.get("dispatch") or {}
         save_id = dispatch.get("save_id")
         if not isinstance(save_id, int):
             return

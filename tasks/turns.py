@@ -17,6 +17,7 @@ from nekoflow.storage.turns import STAGES, TurnRun
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.turns.runner import execute_stage
+from nekoflow.turns.store import load_turn
 from nekoflow.turns.sweep import sweep as sweep_turns
 from tasks.app import app
 from tasks.deliver import after_stage_task, republish_deliveries
@@ -33,11 +34,24 @@ class StageFailed(Exception):
     """Raised by a stage task after the turn was ended as failed (Flower shows FAILURE)."""
 
 
+def _ended(turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]] | None]:
+    """The applied turn's row and stored results, in one read for both after-hooks (None, None
+    when the read fails: each hook then reads for itself)."""
+    try:
+        return load_turn(get_deps().engine, turn_id)
+    except Exception as exc:
+        log.warning("turn %s: could not read the applied turn (%s)", turn_id, type(exc).__name__)
+        return None, None
+
+
 def _run(task: Task, stage: str, turn_id: str) -> dict[str, Any]:
     outcome = execute_stage(get_deps(), stage, turn_id, attempt=task.request.retries + 1)
-    after_stage_task(task, stage, turn_id, outcome.kind)  # typing, notification, delivery
+    run, results = (outcome.run if stage == "dispatch" else None), None
     if stage == "apply_deltas" and outcome.kind == "ok":
-        after_apply(turn_id)  # the history summary, on the memory queue, when due
+        run, results = _ended(turn_id)
+    after_stage_task(task, stage, turn_id, outcome.kind, run)  # typing, notification, delivery
+    if stage == "apply_deltas" and outcome.kind == "ok":
+        after_apply(turn_id, results)  # the history summary, on the memory queue, when due
     if outcome.kind == "ok":
         return {"turn_id": turn_id, "stage": stage, "status": "ok"}
     if outcome.kind == "retry":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import ValidationError
@@ -17,7 +17,7 @@ from nekoflow.debuglog import debug_detail
 from nekoflow.errors import InputError
 from nekoflow.llm.base import LLMError
 from nekoflow.redact import safe_error
-from nekoflow.storage.turns import STAGES
+from nekoflow.storage.turns import STAGES, TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import (
@@ -40,6 +40,8 @@ class Outcome:
     kind: Literal["ok", "stop", "retry", "failed"]
     reason: str = ""
     delay: float = 0.0
+    #: The turn's run row as the stage last read it (None when it read none).
+    run: TurnRun | None = field(default=None, compare=False, repr=False)
 
 
 def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1) -> Outcome:
@@ -58,9 +60,11 @@ def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1)
     error's message, which may quote the user; the detail goes to the opt-in debug log.
     """
     token = store.STAGE_COUNTED.set(False)
+    run_token = store.STAGE_RUN.set(None)
     try:
-        return _execute(deps, stage, turn_id, attempt)
+        return replace(_execute(deps, stage, turn_id, attempt), run=store.STAGE_RUN.get())
     finally:
+        store.STAGE_RUN.reset(run_token)
         if not store.STAGE_COUNTED.get():  # stored nothing: count this execution separately
             try:
                 store.count_stage_run(deps.engine, turn_id, stage)

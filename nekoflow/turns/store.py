@@ -145,6 +145,7 @@ def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
         if res.rowcount != 1:
             return "running", run
         run.status, run.started_at, run.updated_at = TurnStatus.running.value, now, now
+        STAGE_RUN.set(run)
         return "claimed", run
 
 
@@ -213,6 +214,7 @@ def load_turn_in(
         return None, {}
     run = rows[0][0]
     session.expunge(run)
+    STAGE_RUN.set(run)
     return run, {stage: dict(result) for _, stage, result in rows if stage is not None}
 
 
@@ -259,6 +261,11 @@ STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "nekoflow_stage_counted", default=False
 )
 """Set when ``put_stage`` counted the running stage execution (the runner then need not)."""
+
+STAGE_RUN: contextvars.ContextVar[TurnRun | None] = contextvars.ContextVar(
+    "nekoflow_stage_run", default=None
+)
+"""The run row as the running stage last read it (the task hooks use it instead of a read)."""
 
 
 def _count_stmt(dialect: str, turn_id: str, stage: str, now: datetime) -> Any:

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from nekoflow.review.models import ReviewInput, ReviewOutput
 from nekoflow.storage import read_session
@@ -88,8 +88,17 @@ def _review_input(turn: _Turn, memories: list[dict[str, Any]] | None = None) -> 
 
 
 def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
-    """Run the review pipeline (rule or llm mode, with its events) on this turn."""
-    turn = _running(deps, turn_id, "review")
+    """Run the review pipeline (rule or llm mode, with its events) on this turn. The rules
+    run in the transaction that reads the turn and stores the result; a model's review is
+    not waited for with a transaction open."""
+    if getattr(deps.review, "mode", "rule") == "llm":
+        return _review(deps, turn_id, None)
+    with Session(deps.engine, expire_on_commit=False) as s:
+        return _review(deps, turn_id, s)
+
+
+def _review(deps: TurnDeps, turn_id: str, s: Session | None) -> ReviewOutput:
+    turn = _running(deps, turn_id, "review", s)
     stored = turn.result("review", ReviewOutput)
     if stored is not None:
         return stored
@@ -98,6 +107,6 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
         output = deps.review.run(inp)
     d = turn.required("dispatch", DispatchResult)
     usage = TurnUsage(turn.run, d, "review", calls)
-    kept = _save_result(deps, turn_id, "review", output, also=usage)
+    kept = _save_result(deps, turn_id, "review", output, also=usage, session=s)
     usage.count(deps)
     return kept
