@@ -17,7 +17,7 @@ from nekoflow.storage.turns import STAGES, TurnRun
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.turns.runner import execute_stage
-from nekoflow.turns.store import load_turn
+from nekoflow.turns.stage_store import load_turn
 from nekoflow.turns.sweep import sweep as sweep_turns
 from tasks.app import app
 from tasks.deliver import after_stage_task, republish_deliveries

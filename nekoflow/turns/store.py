@@ -1,4 +1,4 @@
-"""SQL side of a turn's life: creating the run, per-scope order, stage results, finishing.
+"""SQL side of a turn's life: creating the run, per-scope order, finishing (results: stage_store).
 
 Per-scope order lives in the database, so it needs nothing but SQL (the embedded demo runs on
 SQLite) and survives a broker restart: each turn of a scope gets the next ``seq``; a turn may
@@ -9,18 +9,17 @@ turn cannot both move it from queued to running.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, text, update
+from sqlalchemy import and_, func, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
@@ -28,17 +27,19 @@ from nekoflow.storage.turns import (
     FINISHED,
     ScopeCounter,
     TurnRun,
-    TurnStage,
-    TurnStageRun,
     TurnStatus,
 )
+from nekoflow.turns.stage_store import ASYNC_COMMIT as ASYNC_COMMIT
+from nekoflow.turns.stage_store import STAGE_COUNTED as STAGE_COUNTED
+from nekoflow.turns.stage_store import STAGE_RUN as STAGE_RUN
+from nekoflow.turns.stage_store import count_stage_run as count_stage_run
+from nekoflow.turns.stage_store import get_stage as get_stage
+from nekoflow.turns.stage_store import load_turn as load_turn
+from nekoflow.turns.stage_store import load_turn_in as load_turn_in
+from nekoflow.turns.stage_store import put_stage as put_stage
+from nekoflow.turns.stage_store import stage_runs as stage_runs
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
-_STAGE_TABLE: Any = TurnStage.__table__  # type: ignore[attr-defined]
-_STAGE_RUN_TABLE: Any = TurnStageRun.__table__  # type: ignore[attr-defined]
-
-ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
-"""Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
 
 
 def _next_seq(session: Session, scope_id: str) -> int:
@@ -192,90 +193,6 @@ def touch(
         s.commit()
 
 
-def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
-    """The TurnRun row and every stored stage result of the turn, in one statement (a join):
-    every stage starts with this read, so it is one round trip and one transaction."""
-    with read_session(engine) as s:
-        return load_turn_in(s, turn_id)
-
-
-def load_turn_in(
-    session: Session, turn_id: str
-) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
-    """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
-    saving a transaction); the run row comes back detached."""
-    stmt = (
-        select(TurnRun, TurnStage.stage, TurnStage.result)
-        .outerjoin(TurnStage, col(TurnStage.turn_id) == col(TurnRun.turn_id))
-        .where(TurnRun.turn_id == turn_id)
-    )
-    rows = session.exec(stmt).all()
-    if not rows:
-        return None, {}
-    run = rows[0][0]
-    session.expunge(run)
-    STAGE_RUN.set(run)
-    return run, {stage: dict(result) for _, stage, result in rows if stage is not None}
-
-
-def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
-    """The stored result of ``stage`` for this turn, or None when it has not completed."""
-    row = session.get(TurnStage, (turn_id, stage))
-    return None if row is None else dict(row.result)
-
-
-def put_stage(
-    session: Session, turn_id: str, stage: str, result: dict[str, Any], **run_fields: Any
-) -> bool:
-    """Store a stage's result in the caller's transaction and record the progress on the
-    TurnRun (``stage``, ``updated_at`` and any ``run_fields``). Returns False, writing nothing,
-    when the stage already has a stored result (a concurrent delivery won: use theirs).
-
-    Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``): this runs once
-    per stage of every turn, and the ORM's unit of work costs more than the statements.
-    """
-    dialect = session.get_bind().dialect.name
-    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_STAGE_TABLE)
-    now = utcnow()
-    values = {"turn_id": turn_id, "stage": stage, "result": result, "created_at": now}
-    inserted = session.execute(
-        ins.values(**values)
-        .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
-        .returning(_STAGE_TABLE.c.stage)  # rowcount is not reliable here (psycopg gives -1)
-    ).first()
-    if inserted is None:
-        return False
-    session.execute(
-        update(_RUN_TABLE)
-        .where(_RUN_TABLE.c.turn_id == turn_id)
-        .values(stage=stage, updated_at=now, **run_fields)
-    )
-    # This execution of the stage is counted in the same transaction (no extra round trip on
-    # the common path); executions that store nothing are counted by the runner.
-    session.execute(_count_stmt(session.get_bind().dialect.name, turn_id, stage, now))
-    STAGE_COUNTED.set(True)
-    return True
-
-
-STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "nekoflow_stage_counted", default=False
-)
-"""Set when ``put_stage`` counted the running stage execution (the runner then need not)."""
-
-STAGE_RUN: contextvars.ContextVar[TurnRun | None] = contextvars.ContextVar(
-    "nekoflow_stage_run", default=None
-)
-"""The run row as the running stage last read it (the task hooks use it instead of a read)."""
-
-
-def _count_stmt(dialect: str, turn_id: str, stage: str, now: datetime) -> Any:
-    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_STAGE_RUN_TABLE)
-    return ins.values(turn_id=turn_id, stage=stage, runs=1, last_run_at=now).on_conflict_do_update(
-        index_elements=["turn_id", "stage"],
-        set_={"runs": _STAGE_RUN_TABLE.c.runs + 1, "last_run_at": now},
-    )
-
-
 def finish(
     engine: Engine,
     turn_id: str,
@@ -414,40 +331,6 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         )
         s.commit()
         return res.rowcount == 1
-
-
-def count_stage_run(engine: Engine, turn_id: str, stage: str) -> None:
-    """Count one execution of ``stage`` that stored nothing (a redelivery finding a stored
-    result, a stop, a retry, a failure) in its own small transaction.
-
-    Bookkeeping only, so on PostgreSQL it commits without waiting for the WAL flush.
-    """
-    with Session(engine) as s:
-        if engine.dialect.name == "postgresql":
-            s.execute(ASYNC_COMMIT)
-        try:
-            s.execute(_count_stmt(engine.dialect.name, turn_id, stage, utcnow()))
-        except IntegrityError:  # no such turn (a stray message): nothing to count
-            s.rollback()
-            return
-        s.commit()
-
-
-def stage_runs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, dict[str, int]]:
-    """``{turn_id: {stage: runs}}``: how many times each stage of each turn actually ran."""
-    ids = list(turn_ids)
-    out: dict[str, dict[str, int]] = {tid: {} for tid in ids}
-    if not ids:
-        return out
-    with read_session(engine) as s:
-        rows = s.exec(
-            select(TurnStageRun.turn_id, TurnStageRun.stage, TurnStageRun.runs).where(
-                col(TurnStageRun.turn_id).in_(ids)
-            )
-        ).all()
-    for turn_id, stage, runs in rows:
-        out[turn_id][stage] = runs
-    return out
 
 
 def lock_running(session: Session, turn_id: str) -> bool:

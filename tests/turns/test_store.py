@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -110,6 +111,28 @@ def test_stage_results_round_trip(engine: Engine) -> None:
         assert store.get_stage(s, "a", "dispatch") == {"save_id": 3}
         run = s.get(TurnRun, "a")
         assert (run.stage, run.role_id) == ("dispatch", 7)
+
+
+def test_put_stage_counts_the_run_and_may_commit_asynchronously(engine: Engine) -> None:
+    store.create_turn_run(engine, new_run("a"))
+    with Session(engine) as s:
+        assert store.put_stage(s, "a", "before_turn", {"x": 1}, async_commit=True, prompt_tokens=5)
+        if engine.dialect.name == "postgresql":  # the commit will not wait for the WAL flush
+            assert s.execute(text("SHOW synchronous_commit")).scalar() == "off"
+        s.commit()
+    with Session(engine) as s:
+        if engine.dialect.name == "postgresql":  # only that transaction: SET LOCAL semantics
+            assert s.execute(text("SHOW synchronous_commit")).scalar() == "on"
+        assert not store.put_stage(s, "a", "before_turn", {"x": 2}, async_commit=True)
+        if engine.dialect.name == "postgresql":  # nothing stored: nothing changed either
+            assert s.execute(text("SHOW synchronous_commit")).scalar() == "on"
+        s.commit()
+    # The losing delivery stored nothing: the runner counts it, not put_stage.
+    assert store.stage_runs(engine, ["a"]) == {"a": {"before_turn": 1}}
+    with Session(engine) as s:
+        run = s.get(TurnRun, "a")
+        assert (run.stage, run.prompt_tokens) == ("before_turn", 5)
+        assert store.get_stage(s, "a", "before_turn") == {"x": 1}
 
 
 def test_stuck_turns(engine: Engine) -> None:

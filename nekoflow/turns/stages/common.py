@@ -82,20 +82,21 @@ def _required(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R:
     return result
 
 
+def _async_commit(deps: TurnDeps) -> bool:
+    """Whether an intermediate result may commit asynchronously (``database_async_stage_commits``,
+    PostgreSQL): losing one to a database crash only means the stage runs again."""
+    return deps.settings.database_async_stage_commits
+
+
 def _commit_result(
     s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
 ) -> R:
-    """Commit ``s`` with the stage's result; if a concurrent run of the stage stored one first
-    (``stored`` False, or a conflict at commit), roll back and use theirs.
-
-    Intermediate results may commit asynchronously (``database_async_stage_commits``): losing
-    one to a database crash only means the stage runs again.
-    """
+    """Commit ``s`` with the stage's result (stored by ``put_stage`` with
+    :func:`_async_commit`); if a concurrent run of the stage stored one first (``stored``
+    False, or a conflict at commit), roll back and use theirs."""
     if not stored:
         s.rollback()
         return _required(deps, turn_id, stage, type(result))
-    if deps.settings.database_async_stage_commits and s.get_bind().dialect.name == "postgresql":
-        s.execute(store.ASYNC_COMMIT)
     try:
         s.commit()
         return result
@@ -120,7 +121,14 @@ def _save_result(
     if session is None:
         with Session(deps.engine) as s:
             return _save_result(deps, turn_id, stage, result, also=also, session=s, **run_fields)
-    ok = store.put_stage(session, turn_id, stage, result.model_dump(mode="json"), **run_fields)
+    ok = store.put_stage(
+        session,
+        turn_id,
+        stage,
+        result.model_dump(mode="json"),
+        async_commit=_async_commit(deps),
+        **run_fields,
+    )
     if ok and also is not None:
         also(session)
     return _commit_result(session, deps, turn_id, stage, result, stored=ok)

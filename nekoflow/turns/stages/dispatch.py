@@ -22,7 +22,14 @@ from nekoflow.turns.errors import (
     TurnSkipped,
 )
 from nekoflow.turns.models import DispatchResult
-from nekoflow.turns.stages.common import _commit_result, _context, _load, _request, _Turn
+from nekoflow.turns.stages.common import (
+    _async_commit,
+    _commit_result,
+    _context,
+    _load,
+    _request,
+    _Turn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +96,7 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             turn_id,
             "dispatch",
             result.model_dump(mode="json"),
+            async_commit=_async_commit(deps),
             role_id=result.role_id,
             save_id=result.save_id,
         )

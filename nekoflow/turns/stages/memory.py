@@ -16,6 +16,7 @@ from nekoflow.turns.models import (
     MemoryBuildResult,
 )
 from nekoflow.turns.stages.common import (
+    _async_commit,
     _commit_result,
     _request,
     _running,
@@ -52,5 +53,11 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             segments=[seg.model_dump() for seg in segments],
             reply_text=display_text(segments),
         )
-        ok = store.put_stage(s, turn_id, "memory_build", result.model_dump(mode="json"))
+        ok = store.put_stage(
+            s,
+            turn_id,
+            "memory_build",
+            result.model_dump(mode="json"),
+            async_commit=_async_commit(deps),
+        )
         return _commit_result(s, deps, turn_id, "memory_build", result, stored=ok)

@@ -1,0 +1,213 @@
+"""Stage results of a turn: reading the turn with them, storing one (with the run's progress
+and the execution count), and counting the executions that store nothing.
+
+Every stage starts with :func:`load_turn` (or :func:`load_turn_in` in its own transaction) and
+ends with :func:`put_stage`; on PostgreSQL the latter is one statement.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exists as sa_exists
+from sqlalchemy import func, literal, text, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from nekoflow.storage import read_session
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.turns import TurnRun, TurnStage, TurnStageRun
+
+_RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
+_STAGE_TABLE: Any = TurnStage.__table__  # type: ignore[attr-defined]
+_STAGE_RUN_TABLE: Any = TurnStageRun.__table__  # type: ignore[attr-defined]
+
+ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+"""Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
+
+
+def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
+    """The TurnRun row and every stored stage result of the turn, in one statement (a join):
+    every stage starts with this read, so it is one round trip and one transaction."""
+    with read_session(engine) as s:
+        return load_turn_in(s, turn_id)
+
+
+def load_turn_in(
+    session: Session, turn_id: str
+) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
+    """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
+    saving a transaction); the run row comes back detached."""
+    stmt = (
+        select(TurnRun, TurnStage.stage, TurnStage.result)
+        .outerjoin(TurnStage, col(TurnStage.turn_id) == col(TurnRun.turn_id))
+        .where(TurnRun.turn_id == turn_id)
+    )
+    rows = session.exec(stmt).all()
+    if not rows:
+        return None, {}
+    run = rows[0][0]
+    session.expunge(run)
+    STAGE_RUN.set(run)
+    return run, {stage: dict(result) for _, stage, result in rows if stage is not None}
+
+
+def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
+    """The stored result of ``stage`` for this turn, or None when it has not completed."""
+    row = session.get(TurnStage, (turn_id, stage))
+    return None if row is None else dict(row.result)
+
+
+def put_stage(
+    session: Session,
+    turn_id: str,
+    stage: str,
+    result: dict[str, Any],
+    *,
+    async_commit: bool = False,
+    **run_fields: Any,
+) -> bool:
+    """Store a stage's result in the caller's transaction and record the progress on the
+    TurnRun (``stage``, ``updated_at`` and any ``run_fields``). Returns False, writing nothing,
+    when the stage already has a stored result (a concurrent delivery won: use theirs).
+    ``async_commit``: on PostgreSQL, the transaction's commit will not wait for the WAL flush.
+
+    Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``): this runs once
+    per stage of every turn, and the ORM's unit of work costs more than the statements.
+    """
+    dialect = session.get_bind().dialect.name
+    now = utcnow()
+    values = {"turn_id": turn_id, "stage": stage, "result": result, "created_at": now}
+    if dialect == "postgresql":
+        stmt = _put_stage_pg(turn_id, stage, values, now, run_fields, async_commit)
+        stored = session.execute(stmt).first()
+        if stored is None:
+            return False
+        STAGE_COUNTED.set(True)
+        return True
+    ins: Any = sqlite_insert(_STAGE_TABLE)
+    inserted = session.execute(
+        ins.values(**values)
+        .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
+        .returning(_STAGE_TABLE.c.stage)  # rowcount is not reliable here (psycopg gives -1)
+    ).first()
+    if inserted is None:
+        return False
+    session.execute(
+        update(_RUN_TABLE)
+        .where(_RUN_TABLE.c.turn_id == turn_id)
+        .values(stage=stage, updated_at=now, **run_fields)
+    )
+    # This execution of the stage is counted in the same transaction (no extra round trip on
+    # the common path); executions that store nothing are counted by the runner.
+    session.execute(_count_stmt(dialect, turn_id, stage, now))
+    STAGE_COUNTED.set(True)
+    return True
+
+
+def _put_stage_pg(
+    turn_id: str,
+    stage: str,
+    values: dict[str, Any],
+    now: datetime,
+    run_fields: dict[str, Any],
+    async_commit: bool,
+) -> Any:
+    """:func:`put_stage` on PostgreSQL as ONE statement: the result's insert, and — only when
+    it inserted — the run's progress and the execution count, as data-modifying CTEs (and,
+    with ``async_commit``, ``SET LOCAL synchronous_commit = off`` as ``set_config``)."""
+    ins = (
+        pg_insert(_STAGE_TABLE)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
+        .returning(_STAGE_TABLE.c.stage)
+        .cte("stored")
+    )
+    stored = sa_exists(sa_select(ins.c.stage))
+    progress = (
+        update(_RUN_TABLE)
+        .where(_RUN_TABLE.c.turn_id == turn_id, stored)
+        .values(stage=stage, updated_at=now, **run_fields)
+        .returning(_RUN_TABLE.c.turn_id)
+        .cte("progress")
+    )
+    row = sa_select(
+        literal(turn_id).label("turn_id"),
+        literal(stage).label("stage"),
+        literal(1).label("runs"),
+        literal(now, type_=_STAGE_RUN_TABLE.c.last_run_at.type).label("last_run_at"),
+    ).where(stored)
+    counted = (
+        pg_insert(_STAGE_RUN_TABLE)
+        .from_select(["turn_id", "stage", "runs", "last_run_at"], row)
+        .on_conflict_do_update(
+            index_elements=["turn_id", "stage"],
+            set_={"runs": _STAGE_RUN_TABLE.c.runs + 1, "last_run_at": now},
+        )
+        .returning(_STAGE_RUN_TABLE.c.stage)
+        .cte("counted")
+    )
+    what: list[Any] = [ins.c.stage]
+    if async_commit:
+        what.append(func.set_config("synchronous_commit", "off", True))
+    return sa_select(*what).add_cte(progress).add_cte(counted)
+
+
+STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "nekoflow_stage_counted", default=False
+)
+"""Set when ``put_stage`` counted the running stage execution (the runner then need not)."""
+
+STAGE_RUN: contextvars.ContextVar[TurnRun | None] = contextvars.ContextVar(
+    "nekoflow_stage_run", default=None
+)
+"""The run row as the running stage last read it (the task hooks use it instead of a read)."""
+
+
+def _count_stmt(dialect: str, turn_id: str, stage: str, now: datetime) -> Any:
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_STAGE_RUN_TABLE)
+    return ins.values(turn_id=turn_id, stage=stage, runs=1, last_run_at=now).on_conflict_do_update(
+        index_elements=["turn_id", "stage"],
+        set_={"runs": _STAGE_RUN_TABLE.c.runs + 1, "last_run_at": now},
+    )
+
+
+def count_stage_run(engine: Engine, turn_id: str, stage: str) -> None:
+    """Count one execution of ``stage`` that stored nothing (a redelivery finding a stored
+    result, a stop, a retry, a failure) in its own small transaction.
+
+    Bookkeeping only, so on PostgreSQL it commits without waiting for the WAL flush.
+    """
+    with Session(engine) as s:
+        if engine.dialect.name == "postgresql":
+            s.execute(ASYNC_COMMIT)
+        try:
+            s.execute(_count_stmt(engine.dialect.name, turn_id, stage, utcnow()))
+        except IntegrityError:  # no such turn (a stray message): nothing to count
+            s.rollback()
+            return
+        s.commit()
+
+
+def stage_runs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+    """``{turn_id: {stage: runs}}``: how many times each stage of each turn actually ran."""
+    ids = list(turn_ids)
+    out: dict[str, dict[str, int]] = {tid: {} for tid in ids}
+    if not ids:
+        return out
+    with read_session(engine) as s:
+        rows = s.exec(
+            select(TurnStageRun.turn_id, TurnStageRun.stage, TurnStageRun.runs).where(
+                col(TurnStageRun.turn_id).in_(ids)
+            )
+        ).all()
+    for turn_id, stage, runs in rows:
+        out[turn_id][stage] = runs
+    return out
