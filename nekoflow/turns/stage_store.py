@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterable
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
+from sqlalchemy import bindparam, func, literal_column, text, update
 from sqlalchemy import exists as sa_exists
-from sqlalchemy import func, literal, text, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -79,20 +80,23 @@ def put_stage(
     when the stage already has a stored result (a concurrent delivery won: use theirs).
     ``async_commit``: on PostgreSQL, the transaction's commit will not wait for the WAL flush.
 
-    Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``): this runs once
-    per stage of every turn, and the ORM's unit of work costs more than the statements.
+    Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``; on PostgreSQL
+    one statement built once per shape): this runs once per stage of every turn, and the ORM's
+    unit of work costs more than the statements.
     """
     dialect = session.get_bind().dialect.name
     now = utcnow()
-    values = {"turn_id": turn_id, "stage": stage, "result": result, "created_at": now}
     if dialect == "postgresql":
-        stmt = _put_stage_pg(turn_id, stage, values, now, run_fields, async_commit)
-        stored = session.execute(stmt).first()
+        fields = tuple(sorted(run_fields))
+        params = {"p_turn_id": turn_id, "p_stage": stage, "p_result": result, "p_now": now}
+        params |= {f"p_f_{f}": run_fields[f] for f in fields}
+        stored = session.execute(_put_stage_pg(fields, async_commit), params).first()
         if stored is None:
             return False
         STAGE_COUNTED.set(True)
         return True
     ins: Any = sqlite_insert(_STAGE_TABLE)
+    values = {"turn_id": turn_id, "stage": stage, "result": result, "created_at": now}
     inserted = session.execute(
         ins.values(**values)
         .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
@@ -112,20 +116,27 @@ def put_stage(
     return True
 
 
-def _put_stage_pg(
-    turn_id: str,
-    stage: str,
-    values: dict[str, Any],
-    now: datetime,
-    run_fields: dict[str, Any],
-    async_commit: bool,
-) -> Any:
-    """:func:`put_stage` on PostgreSQL as ONE statement: the result's insert, and — only when
-    it inserted — the run's progress and the execution count, as data-modifying CTEs (and,
-    with ``async_commit``, ``SET LOCAL synchronous_commit = off`` as ``set_config``)."""
+def _bind(table: Any, column: str, name: str | None = None) -> Any:
+    """A bind parameter typed as ``table.column``, named ``p_<name or column>``: never a column's
+    own name, which an UPDATE would take as one more column to set."""
+    return bindparam(f"p_{name or column}", type_=table.c[column].type)
+
+
+@lru_cache(maxsize=64)
+def _put_stage_pg(fields: tuple[str, ...], async_commit: bool) -> Any:
+    """:func:`put_stage` on PostgreSQL as ONE statement, built once per shape (the TurnRun
+    ``fields`` it sets): the result's insert, and — only when it inserted — the run's progress
+    and the execution count, as data-modifying CTEs (and, with ``async_commit``,
+    ``SET LOCAL synchronous_commit = off`` as ``set_config``). Bind parameters: ``p_turn_id``,
+    ``p_stage``, ``p_result``, ``p_now`` and ``p_f_<field>`` for each of ``fields``."""
     ins = (
         pg_insert(_STAGE_TABLE)
-        .values(**values)
+        .values(
+            turn_id=_bind(_STAGE_TABLE, "turn_id"),
+            stage=_bind(_STAGE_TABLE, "stage"),
+            result=_bind(_STAGE_TABLE, "result"),
+            created_at=_bind(_STAGE_TABLE, "created_at", "now"),
+        )
         .on_conflict_do_nothing(index_elements=["turn_id", "stage"])
         .returning(_STAGE_TABLE.c.stage)
         .cte("stored")
@@ -133,23 +144,30 @@ def _put_stage_pg(
     stored = sa_exists(sa_select(ins.c.stage))
     progress = (
         update(_RUN_TABLE)
-        .where(_RUN_TABLE.c.turn_id == turn_id, stored)
-        .values(stage=stage, updated_at=now, **run_fields)
+        .where(_RUN_TABLE.c.turn_id == _bind(_RUN_TABLE, "turn_id"), stored)
+        .values(
+            stage=_bind(_RUN_TABLE, "stage"),
+            updated_at=_bind(_RUN_TABLE, "updated_at", "now"),
+            **{f: _bind(_RUN_TABLE, f, f"f_{f}") for f in fields},
+        )
         .returning(_RUN_TABLE.c.turn_id)
         .cte("progress")
     )
     row = sa_select(
-        literal(turn_id).label("turn_id"),
-        literal(stage).label("stage"),
-        literal(1).label("runs"),
-        literal(now, type_=_STAGE_RUN_TABLE.c.last_run_at.type).label("last_run_at"),
+        _bind(_STAGE_RUN_TABLE, "turn_id").label("turn_id"),
+        _bind(_STAGE_RUN_TABLE, "stage").label("stage"),
+        literal_column("1").label("runs"),
+        _bind(_STAGE_RUN_TABLE, "last_run_at", "now").label("last_run_at"),
     ).where(stored)
     counted = (
         pg_insert(_STAGE_RUN_TABLE)
         .from_select(["turn_id", "stage", "runs", "last_run_at"], row)
         .on_conflict_do_update(
             index_elements=["turn_id", "stage"],
-            set_={"runs": _STAGE_RUN_TABLE.c.runs + 1, "last_run_at": now},
+            set_={
+                "runs": _STAGE_RUN_TABLE.c.runs + literal_column("1"),
+                "last_run_at": _bind(_STAGE_RUN_TABLE, "last_run_at", "now"),
+            },
         )
         .returning(_STAGE_RUN_TABLE.c.stage)
         .cte("counted")
