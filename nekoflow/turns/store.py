@@ -121,33 +121,65 @@ def claim(engine: Engine, turn_id: str) -> str:
     return claim_run(engine, turn_id)[0]
 
 
-def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
-    """:func:`claim`, also returning the run as it is after the claim."""
-    now = utcnow()
-    with Session(engine, expire_on_commit=False) as s:
-        run = s.get(TurnRun, turn_id)
-        if run is None:
-            raise LookupError(f"turn_id: no turn {turn_id!r}")
-        if run.status in FINISHED:
-            return "finished", run
-        if run.status == TurnStatus.running:
-            return "running", run
-        if run.not_before is not None and run.not_before > now:
-            return "waiting", run  # on_busy = merge: its debounce window is still open
-        if blocking_predecessor(s, run) is not None:
-            return "blocked", run
-        res = s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(and_(TurnRun.turn_id == turn_id, TurnRun.status == TurnStatus.queued.value))
-            .values(status=TurnStatus.running.value, started_at=now, updated_at=now)
-            .execution_options(synchronize_session=False)
+def _claim_statement(turn_id: str, now: datetime) -> Any:
+    """Start the turn if it is queued, its merge window (if any) has closed and every earlier
+    turn of its scope has finished: one conditional UPDATE returning the row."""
+    earlier = aliased(TurnRun)
+    blocked = (
+        select(earlier.turn_id)
+        .where(
+            earlier.scope_id == TurnRun.scope_id,
+            earlier.seq < TurnRun.seq,  # type: ignore[operator]
+            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
         )
-        s.commit()
-        if res.rowcount != 1:
-            return "running", run
-        run.status, run.started_at, run.updated_at = TurnStatus.running.value, now, now
-        STAGE_RUN.set(run)
-        return "claimed", run
+        .correlate(TurnRun)
+        .exists()
+    )
+    return (
+        update(TurnRun)
+        .where(
+            TurnRun.turn_id == turn_id,
+            TurnRun.status == TurnStatus.queued.value,
+            or_(
+                TurnRun.not_before.is_(None),  # type: ignore[union-attr]
+                TurnRun.not_before <= now,  # type: ignore[operator, operator]
+            ),
+            ~blocked,
+        )
+        .values(status=TurnStatus.running.value, started_at=now, updated_at=now)
+        .returning(TurnRun)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
+    """:func:`claim`, also returning the run as it is after the claim.
+
+    The common case — a queued turn that is next in its scope — is one statement; otherwise the
+    row is read to say why the turn cannot start.
+    """
+    for _ in range(3):
+        now = utcnow()
+        with Session(engine, expire_on_commit=False) as s:
+            run = s.execute(_claim_statement(turn_id, now)).scalars().first()
+            if run is not None:
+                s.commit()
+                STAGE_RUN.set(run)
+                return "claimed", run
+            s.rollback()
+            run = s.get(TurnRun, turn_id)
+            if run is None:
+                raise LookupError(f"turn_id: no turn {turn_id!r}")
+            if run.status in FINISHED:
+                return "finished", run
+            if run.status == TurnStatus.running:
+                return "running", run
+            if run.not_before is not None and run.not_before > now:
+                return "waiting", run  # on_busy = merge: its debounce window is still open
+            if blocking_predecessor(s, run) is not None:
+                return "blocked", run
+        # Nothing stood in the way any more (the earlier turn finished just now): try again.
+    return "blocked", run
 
 
 def publish_first_if_next(engine: Engine, run: TurnRun) -> bool:
