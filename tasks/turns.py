@@ -13,10 +13,11 @@ from celery import Task, chain
 from celery.utils.log import get_task_logger
 
 from nekoflow.redact import scope_label
-from nekoflow.storage.turns import STAGES, TurnRun
+from nekoflow.storage.turns import STAGES, TurnRun, TurnStatus
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.handle import TurnHandle
-from nekoflow.turns.runner import execute_stage
+from nekoflow.turns.models import ApplyResult
+from nekoflow.turns.runner import Outcome, execute_stage
 from nekoflow.turns.stage_store import load_turn
 from nekoflow.turns.sweep import sweep as sweep_turns
 from tasks.app import app
@@ -34,9 +35,19 @@ class StageFailed(Exception):
     """Raised by a stage task after the turn was ended as failed (Flower shows FAILURE)."""
 
 
-def _ended(turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]] | None]:
-    """The applied turn's row and stored results, in one read for both after-hooks (None, None
-    when the read fails: each hook then reads for itself)."""
+def _ended(
+    turn_id: str, outcome: Outcome
+) -> tuple[TurnRun | None, dict[str, dict[str, Any]] | None]:
+    """The applied turn's row and what the hooks need of its results: as apply_deltas left
+    them, else in one read (None, None when that fails: each hook then reads for itself)."""
+    run, result = outcome.run, outcome.result
+    if (
+        run is not None
+        and run.turn_id == turn_id
+        and run.status == TurnStatus.done
+        and isinstance(result, ApplyResult)
+    ):
+        return run, {"apply_deltas": result.model_dump(), "dispatch": {"save_id": run.save_id}}
     try:
         return load_turn(get_deps().engine, turn_id)
     except Exception as exc:
@@ -48,7 +59,7 @@ def _run(task: Task, stage: str, turn_id: str) -> dict[str, Any]:
     outcome = execute_stage(get_deps(), stage, turn_id, attempt=task.request.retries + 1)
     run, results = (outcome.run if stage == "dispatch" else None), None
     if stage == "apply_deltas" and outcome.kind == "ok":
-        run, results = _ended(turn_id)
+        run, results = _ended(turn_id, outcome)
     after_stage_task(task, stage, turn_id, outcome.kind, run)  # typing, notification, delivery
     if stage == "apply_deltas" and outcome.kind == "ok":
         after_apply(turn_id, results)  # the history summary, on the memory queue, when due

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -42,6 +42,8 @@ class Outcome:
     delay: float = 0.0
     #: The turn's run row as the stage last read it (None when it read none).
     run: TurnRun | None = field(default=None, compare=False, repr=False)
+    #: What the stage returned (``ok`` only).
+    result: Any = field(default=None, compare=False, repr=False)
 
 
 def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1) -> Outcome:
@@ -76,8 +78,7 @@ def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1)
 def _execute(deps: TurnDeps, stage: str, turn_id: str, attempt: int) -> Outcome:
     settings = deps.settings
     try:
-        STAGE_FUNCS[stage](deps, turn_id)
-        return Outcome("ok")
+        return Outcome("ok", result=STAGE_FUNCS[stage](deps, turn_id))
     except TurnNotRunnable as exc:
         return Outcome("stop", reason=str(exc))
     except StageBusy as exc:

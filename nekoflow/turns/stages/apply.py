@@ -132,4 +132,5 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
             store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)
     announce(deps, run, TurnStatus.done)
     handoff(deps, run)
+    run.status = TurnStatus.done.value  # as it now is (the task hooks read it: no second read)
     return result
