@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from nekoflow.memory.embeddings import unpack
 from nekoflow.memory.lexical import CorpusStats, query_terms
@@ -25,7 +25,7 @@ from nekoflow.memory.window import memory_block
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 
-__all__ = ["PromptMemories", "PromptMemory", "prompt_memories", "retrieve", "summaries"]
+__all__ = ["PromptMemories", "PromptMemory", "prompt_memories", "retrieve"]
 
 
 class PromptMemory(BaseModel):
@@ -148,6 +148,41 @@ def _ranked(
     return rank(candidates, query, stats, now, settings.weights, query_vector)
 
 
+def _retrieve(
+    s: Session,
+    *,
+    role_id: int,
+    scope_id: str,
+    message: str,
+    context: Sequence[str],
+    now: datetime,
+    settings: MemorySettings,
+    query_vector: Sequence[float] | None,
+    embeddings_model: str | None,
+    exclude: Sequence[int] = (),
+    summary_budget: int = 0,
+) -> tuple[list[tuple[int, str]], list[Scored]]:
+    """The newest summaries that fit ``summary_budget`` tokens (oldest first) and the other
+    candidates, ranked — read together in one statement."""
+    model = embeddings_model if query_vector else None
+    scan = SUMMARY_SCAN if summary_budget > 0 else 0
+    rows, query, stats = _gather(
+        s,
+        role_id=role_id,
+        scope_id=scope_id,
+        message=message,
+        context=context,
+        now=now,
+        settings=settings,
+        model=model,
+        summaries=scan,
+    )
+    newest = [(r.id, r.content) for r in rows if r.kind == "summary"] if scan else []
+    past = _newest_within(newest, summary_budget)
+    skip = set(exclude) | {i for i, _ in past}
+    return past, _ranked(rows, query, stats, now, settings, query_vector, model, skip)
+
+
 def retrieve(
     s: Session,
     *,
@@ -164,8 +199,7 @@ def retrieve(
     """The scope's candidate facts and summaries for this message, best first (``exclude``:
     ids already in the prompt, e.g. the newest summaries; ``query_vector``: the message's
     embedding by ``embeddings_model``, blended with the lexical relevance)."""
-    model = embeddings_model if query_vector else None
-    rows, query, stats = _gather(
+    return _retrieve(
         s,
         role_id=role_id,
         scope_id=scope_id,
@@ -173,9 +207,10 @@ def retrieve(
         context=context,
         now=now,
         settings=settings,
-        model=model,
-    )
-    return _ranked(rows, query, stats, now, settings, query_vector, model, set(exclude))
+        query_vector=query_vector,
+        embeddings_model=embeddings_model,
+        exclude=exclude,
+    )[1]
 
 
 def _newest_within(summary_rows: Sequence[tuple[int, str]], budget: int) -> list[tuple[int, str]]:
@@ -192,24 +227,6 @@ def _newest_within(summary_rows: Sequence[tuple[int, str]], budget: int) -> list
     return chosen
 
 
-def summaries(s: Session, role_id: int, scope_id: str, budget: int) -> list[tuple[int, str]]:
-    """The newest summaries of the scope that fit ``budget`` tokens, oldest first."""
-    if budget <= 0:
-        return []
-    rows = s.exec(
-        select(MemoryRecord.id, MemoryRecord.content)
-        .where(
-            col(MemoryRecord.role_id) == role_id,
-            col(MemoryRecord.scope_id) == scope_id,
-            col(MemoryRecord.kind) == "summary",
-            col(MemoryRecord.superseded_by).is_(None),
-        )
-        .order_by(col(MemoryRecord.id).desc())
-        .limit(SUMMARY_SCAN)
-    ).all()
-    return _newest_within([(mid, content) for mid, content in rows], budget)
-
-
 def prompt_memories(
     s: Session,
     *,
@@ -223,9 +240,7 @@ def prompt_memories(
     embeddings_model: str | None = None,
 ) -> PromptMemories:
     """Summaries of the distant past + the retrieved memories that fit their token budgets."""
-    model = embeddings_model if query_vector else None
-    scan = SUMMARY_SCAN if settings.summary_tokens > 0 else 0
-    rows, query, stats = _gather(
+    past, ranked = _retrieve(
         s,
         role_id=role_id,
         scope_id=scope_id,
@@ -233,18 +248,10 @@ def prompt_memories(
         context=context,
         now=now,
         settings=settings,
-        model=model,
-        summaries=scan,
+        query_vector=query_vector,
+        embeddings_model=embeddings_model,
+        summary_budget=settings.summary_tokens,
     )
-    past = (
-        _newest_within(
-            [(r.id, r.content) for r in rows if r.kind == "summary"], settings.summary_tokens
-        )
-        if scan
-        else []
-    )
-    skip = {i for i, _ in past}
-    ranked = _ranked(rows, query, stats, now, settings, query_vector, model, skip)
     chosen = select_within_budget(ranked, settings.prompt_tokens, estimate_tokens)
     block = memory_block([(str(i), text) for i, text in past], chosen)
     used = [PromptMemory(id=i, kind="summary") for i, _ in past] + [
