@@ -121,20 +121,26 @@ def claim(engine: Engine, turn_id: str) -> str:
     return claim_run(engine, turn_id)[0]
 
 
+def _earlier_unfinished(scope: Any, seq: Any) -> Any:
+    """EXISTS an unfinished turn of ``scope`` before ``seq`` — values, or the columns of the
+    turn row an UPDATE is deciding about (the subquery correlates to it)."""
+    earlier = aliased(TurnRun)
+    return (
+        select(earlier.turn_id)
+        .where(
+            earlier.scope_id == scope,
+            earlier.seq < seq,  # type: ignore[operator]
+            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
+        )
+        .correlate_except(earlier)
+        .exists()
+    )
+
+
 def _claim_statement(turn_id: str, now: datetime) -> Any:
     """Start the turn if it is queued, its merge window (if any) has closed and every earlier
     turn of its scope has finished: one conditional UPDATE returning the row."""
-    earlier = aliased(TurnRun)
-    blocked = (
-        select(earlier.turn_id)
-        .where(
-            earlier.scope_id == TurnRun.scope_id,
-            earlier.seq < TurnRun.seq,  # type: ignore[operator]
-            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
-        )
-        .correlate(TurnRun)
-        .exists()
-    )
+    blocked = _earlier_unfinished(TurnRun.scope_id, TurnRun.seq)
     return (
         update(TurnRun)
         .where(
@@ -187,16 +193,7 @@ def publish_first_if_next(engine: Engine, run: TurnRun) -> bool:
 
     One conditional UPDATE: exactly one caller wins, and only while the turn is next in line.
     """
-    earlier = aliased(TurnRun)
-    blocked = (
-        select(earlier.turn_id)
-        .where(
-            earlier.scope_id == run.scope_id,
-            earlier.seq < run.seq,  # type: ignore[operator]
-            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
-        )
-        .exists()
-    )
+    blocked = _earlier_unfinished(run.scope_id, run.seq)
     with Session(engine) as s:
         res = s.exec(  # type: ignore[call-overload]
             update(TurnRun)
