@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from nekoflow.debuglog import debug_detail
+
 log = logging.getLogger(__name__)
 
 
@@ -63,7 +65,11 @@ def _tell(method: str, *args: object) -> None:
         try:
             fn(*args)
         except Exception as exc:  # an observer never breaks a turn
-            log.warning("observer %s.%s failed (%s)", type(observer).__name__, method, exc)
+            # The class only: an observer's error may quote what it was given; the detail goes
+            # to the opt-in debug log.
+            name = f"{type(observer).__name__}.{method}"
+            log.warning("observer %s failed (%s)", name, type(exc).__name__)
+            debug_detail(f"observer {name} failed", exc)
 
 
 def turn_ended(

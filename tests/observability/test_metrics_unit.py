@@ -67,6 +67,22 @@ def test_a_broken_observer_never_breaks_the_caller() -> None:
         hooks.unregister(broken)
 
 
+def test_a_broken_observer_is_logged_by_class_never_by_its_message(caplog) -> None:
+    class Quoting:
+        def turn_ended(self, *args: object) -> None:
+            raise ValueError("upstream failed on input: 我的秘密是草莓 sk-secret-token")
+
+    quoting = Quoting()
+    hooks.register(quoting)
+    try:
+        with caplog.at_level("WARNING", logger="nekoflow.observability.hooks"):
+            hooks.turn_ended("web", "done")
+    finally:
+        hooks.unregister(quoting)
+    assert "observer Quoting.turn_ended failed (ValueError)" in caplog.text
+    assert "草莓" not in caplog.text and "sk-secret" not in caplog.text
+
+
 def test_turn_view_reads_memory_refs_when_the_prompt_stage_records_them() -> None:
     from nekoflow.observability.turn_view import _memories
 
