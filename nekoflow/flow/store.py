@@ -68,7 +68,7 @@ def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
 
 
 def create_or_merge(
-    engine: Engine, run: TurnRun, policy: FlowPolicy
+    engine: Engine, run: TurnRun, policy: FlowPolicy, *, claim_publish: bool = False
 ) -> tuple[TurnRun | None, str | None]:
     """``on_busy = merge``/``interrupt``: in one transaction holding the scope's counter lock,
     merge the message into the scope's queued turn, or else insert ``run`` as a new turn.
@@ -76,8 +76,10 @@ def create_or_merge(
     Returns ``(new_row, None)`` or ``(None, turn_id)`` — the turn the message was merged into,
     or the one it already belongs to when the platform redelivered it. The lock serialises
     every creator of the scope's turns, so concurrent first messages of a burst are one turn.
+    ``claim_publish``: a new turn that is next in its scope gets its first publication claimed
+    in the same transaction (``publishes == 1``: the caller publishes it).
     """
-    from nekoflow.turns.store import _next_seq
+    from nekoflow.turns.store import _next_seq, claim_first_publish_if_next
 
     assert run.scope_id is not None
     with Session(engine, expire_on_commit=False) as s:
@@ -109,6 +111,8 @@ def create_or_merge(
                     return None, merged_turn_for(engine, run.dedupe_key)
         row = TurnRun.model_validate(run.model_dump())
         row.seq = seq
+        if claim_publish:
+            claim_first_publish_if_next(s, row)
         s.add(row)
         try:
             s.commit()

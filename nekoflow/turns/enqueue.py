@@ -116,14 +116,18 @@ def submit_turn(
         deliver=deliver,
     )
     run.delivery_status = initial_delivery_status(run, deps.settings)
+    # The row is written with its first publication claimed when it is next in its scope
+    # (decided under the scope's lock, in the insert's transaction).
     if admission.merge:
-        new_row, merged_into = flow_store.create_or_merge(deps.engine, run, policy)
+        new_row, merged_into = flow_store.create_or_merge(
+            deps.engine, run, policy, claim_publish=True
+        )
         if new_row is None:
             return TurnHandle(merged_into, deps.engine, channel=run.channel, notifier=notifier)
         row, created = new_row, True
     else:
-        row, created = store.create_turn_run(deps.engine, run)
-    if created and store.publish_first_if_next(deps.engine, row):
+        row, created = store.create_turn_run(deps.engine, run, claim_publish=True)
+    if created and row.publishes == 1:
         # A broker outage does not lose the turn or hide its id: it stays queued with its
         # publish pending and the sweeper publishes it (TurnHandle.publish_pending says so).
         publish_claimed(deps, row)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import and_, bindparam, func, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
@@ -64,11 +64,24 @@ def _next_seq(session: Session, scope_id: str) -> int:
     return int(session.execute(stmt).scalar_one())
 
 
-def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
+def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
+    """Before ``row`` is inserted, under its scope's lock (just taken by :func:`_next_seq`):
+    claim its first publication (``publishes = 1``) when no earlier turn of its scope is
+    unfinished. Whoever finishes the scope's running turn takes the same lock before it looks
+    for the next turn (:func:`claim_next_in`), so exactly one of them publishes it."""
+    blocked = session.execute(_BLOCKED, {"p_scope": row.scope_id, "p_seq": row.seq}).scalar()
+    row.publishes = 0 if blocked else 1
+
+
+def create_turn_run(
+    engine: Engine, run: TurnRun, *, claim_publish: bool = False
+) -> tuple[TurnRun, bool]:
     """Insert ``run``, giving it the next ``seq`` of its scope; returns (row, created).
 
     When ``run.dedupe_key`` matches an existing turn (the platform redelivered the same message),
     nothing is inserted and the existing row comes back with ``created=False``.
+    ``claim_publish``: in the same transaction, claim the turn's first publication when it is
+    next in its scope (``row.publishes == 1`` then: the caller publishes it).
     """
     with Session(engine, expire_on_commit=False) as s:
         if run.dedupe_key:
@@ -78,6 +91,8 @@ def create_turn_run(engine: Engine, run: TurnRun) -> tuple[TurnRun, bool]:
         row = TurnRun.model_validate(run.model_dump())
         if row.scope_id is not None and row.status == TurnStatus.queued:
             row.seq = _next_seq(s, row.scope_id)
+            if claim_publish:
+                claim_first_publish_if_next(s, row)
         s.add(row)
         try:
             s.commit()
@@ -159,49 +174,42 @@ def _claim_statement(turn_id: str, now: datetime) -> Any:
 
 
 def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
-    """:func:`claim`, also returning the run as it is after the claim.
+    """:func:`claim`, also returning the run as it is after the claim (committed)."""
+    with Session(engine, expire_on_commit=False) as s:
+        claimed, run = claim_run_in(s, turn_id)
+        s.commit()
+        return claimed, run
+
+
+def claim_run_in(session: Session, turn_id: str) -> tuple[str, TurnRun]:
+    """:func:`claim_run` in the caller's transaction: a ``"claimed"`` turn stays locked and
+    becomes ``running`` when the caller commits (a rollback undoes the claim).
 
     The common case — a queued turn that is next in its scope — is one statement; otherwise the
     row is read to say why the turn cannot start.
     """
+    s = session
     for _ in range(3):
         now = utcnow()
-        with Session(engine, expire_on_commit=False) as s:
-            run = s.execute(_claim_statement(turn_id, now)).scalars().first()
-            if run is not None:
-                s.commit()
-                STAGE_RUN.set(run)
-                return "claimed", run
-            s.rollback()
-            run = s.get(TurnRun, turn_id)
-            if run is None:
-                raise LookupError(f"turn_id: no turn {turn_id!r}")
-            if run.status in FINISHED:
-                return "finished", run
-            if run.status == TurnStatus.running:
-                return "running", run
-            if run.not_before is not None and run.not_before > now:
-                return "waiting", run  # on_busy = merge: its debounce window is still open
-            if blocking_predecessor(s, run) is not None:
-                return "blocked", run
+        run = s.execute(_claim_statement(turn_id, now)).scalars().first()
+        if run is not None:
+            STAGE_RUN.set(run)
+            return "claimed", run
+        s.rollback()
+        run = s.get(TurnRun, turn_id)
+        if run is None:
+            raise LookupError(f"turn_id: no turn {turn_id!r}")
+        if run.status in FINISHED:
+            return "finished", run
+        if run.status == TurnStatus.running:
+            return "running", run
+        if run.not_before is not None and run.not_before > now:
+            return "waiting", run  # on_busy = merge: its debounce window is still open
+        if blocking_predecessor(s, run) is not None:
+            return "blocked", run
+        s.rollback()
         # Nothing stood in the way any more (the earlier turn finished just now): try again.
     return "blocked", run
-
-
-def publish_first_if_next(engine: Engine, run: TurnRun) -> bool:
-    """Claim the first publication of ``run`` when every earlier turn of its scope has finished.
-
-    One conditional UPDATE: exactly one caller wins, and only while the turn is next in line.
-    """
-    blocked = _earlier_unfinished(run.scope_id, run.seq)
-    with Session(engine) as s:
-        res = s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(TurnRun.turn_id == run.turn_id, TurnRun.publishes == 0, ~blocked)
-            .values(publishes=1, updated_at=utcnow())
-        )
-        s.commit()
-        return res.rowcount == 1
 
 
 def touch(
@@ -241,6 +249,26 @@ def finish(
     with Session(engine) as s:
         s.exec(stmt)  # type: ignore[call-overload]
         s.commit()
+
+
+def claim_next_in(session: Session, scope_id: str) -> TurnRun | bool | None:
+    """In the caller's transaction, after it ended a turn of ``scope_id``: take the scope's
+    lock, then claim the first publication of the scope's first unfinished turn if that one is
+    queued and unpublished. Returns the claimed turn (the caller publishes it after its commit),
+    None when there is none, False when the scope has no lock row (use :func:`next_queued_in_scope`
+    after the commit instead).
+
+    The lock makes this safe without a read after the commit: an enqueuer inserts under the same
+    lock, so its turn is either visible here or, inserted after this commit, sees the scope free
+    and publishes itself (:func:`claim_first_publish_if_next`).
+    """
+    if session.execute(_LOCK_SCOPE, {"p_scope": scope_id}).first() is None:
+        return False
+    params = {"p_scope": scope_id, "p_now": utcnow()}
+    nxt = session.execute(_CLAIM_NEXT, params).scalars().first()
+    if nxt is not None:
+        session.expunge(nxt)  # as claimed: read after the commit without a refresh
+    return nxt
 
 
 def next_queued_in_scope(engine: Engine, scope_id: str) -> TurnRun | None:
@@ -360,6 +388,46 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         )
         s.commit()
         return res.rowcount == 1
+
+
+_BLOCKED = select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq")))
+"""Is an earlier turn of the scope unfinished (built once; see claim_first_publish_if_next)."""
+
+_LOCK_SCOPE = (
+    select(ScopeCounter.scope_id)
+    .where(ScopeCounter.scope_id == bindparam("p_scope"))
+    .with_for_update()
+)
+"""The scope's lock: its counter row, which every enqueuer of the scope upserts first."""
+
+
+def _claim_next_statement() -> Any:
+    """The first publication of the scope's first unfinished turn, if queued and unpublished:
+    one conditional UPDATE returning the row (bind parameters ``p_scope``, ``p_now``)."""
+    first = (
+        select(_RUN_TABLE.c.turn_id)
+        .where(
+            _RUN_TABLE.c.scope_id == bindparam("p_scope"),
+            _RUN_TABLE.c.status.not_in(list(FINISHED)),
+        )
+        .order_by(_RUN_TABLE.c.seq)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return (
+        update(TurnRun)
+        .where(
+            TurnRun.turn_id == first,  # type: ignore[arg-type]
+            TurnRun.status == TurnStatus.queued.value,
+            TurnRun.publishes == 0,
+        )
+        .values(publishes=1, updated_at=bindparam("p_now"))
+        .returning(TurnRun)
+        .execution_options(synchronize_session=False)
+    )
+
+
+_CLAIM_NEXT = _claim_next_statement()
 
 
 def lock_running(session: Session, turn_id: str) -> bool:

@@ -31,6 +31,7 @@ from nekoflow.turns.models import (
 )
 from nekoflow.turns.stages.common import _load, _stored, render
 from nekoflow.turns.stages.finish import announce, handoff
+from nekoflow.turns.sweep import publish_claimed
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,9 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
                 [e.id for e in b.injected],
                 fresh=[e.id for e in b.injected if "sticky" not in e.sources],
             )
+            # The scope's next turn, claimed under the scope's lock in this transaction (no
+            # read after the commit); False: the scope has no lock row, hand off after.
+            nxt = store.claim_next_in(s, d.scope_id)
             s.commit()
         except IntegrityError:
             s.rollback()  # applied by a concurrent delivery: its result stands
@@ -130,7 +134,11 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
                 applied=False
             )
             store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)
+            nxt = False
     announce(deps, run, TurnStatus.done)
-    handoff(deps, run)
+    if nxt is False:
+        handoff(deps, run)
+    elif nxt is not None:
+        publish_claimed(deps, nxt)
     run.status = TurnStatus.done.value  # as it now is (the task hooks read it: no second read)
     return result

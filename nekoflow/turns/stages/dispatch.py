@@ -35,69 +35,77 @@ log = logging.getLogger(__name__)
 
 
 def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
-    """Claim the turn (per-scope order) and settle who answers: role, save, time gap."""
-    try:
-        claimed, run = store.claim_run(deps.engine, turn_id)
-    except LookupError:  # a message for a turn this database never had: drop it
-        raise TurnNotRunnable(f"no turn {turn_id!r}") from None
-    if claimed == "finished":
-        raise TurnNotRunnable(f"turn {turn_id} already finished")
-    if claimed == "blocked":
-        raise TurnNotRunnable(f"turn {turn_id} waits for an earlier turn of its scope")
-    if claimed == "waiting":  # on_busy = merge: more messages may still join this turn
-        assert run.not_before is not None
-        wait = (run.not_before - utcnow()).total_seconds()
-        raise StageBusy("merge debounce window open", wait_seconds=wait)
-    # A turn claimed just now has never run; a redelivered one may have a stored result.
-    turn = _Turn(run, {}) if claimed == "claimed" else _load(deps, turn_id)
-    stored = turn.result("dispatch", DispatchResult)
-    if stored is not None:
-        return stored
-    run = turn.run
+    """Claim the turn (per-scope order) and settle who answers: role, save, time gap.
+
+    One transaction: the claim commits with the result (a failure before rolls it back).
+    """
+    with Session(deps.engine, expire_on_commit=False) as s:
+        try:
+            claimed, run = store.claim_run_in(s, turn_id)
+        except LookupError:  # a message for a turn this database never had: drop it
+            raise TurnNotRunnable(f"no turn {turn_id!r}") from None
+        if claimed == "finished":
+            raise TurnNotRunnable(f"turn {turn_id} already finished")
+        if claimed == "blocked":
+            raise TurnNotRunnable(f"turn {turn_id} waits for an earlier turn of its scope")
+        if claimed == "waiting":  # on_busy = merge: more messages may still join this turn
+            assert run.not_before is not None
+            wait = (run.not_before - utcnow()).total_seconds()
+            raise StageBusy("merge debounce window open", wait_seconds=wait)
+        # A turn claimed just now has never run; a redelivered one may have a stored result.
+        turn = _Turn(run, {}) if claimed == "claimed" else _load(deps, turn_id, s)
+        stored = turn.result("dispatch", DispatchResult)
+        if stored is not None:
+            return stored
+        return _dispatch(deps, s, turn)
+
+
+def _dispatch(deps: TurnDeps, s: Session, turn: _Turn) -> DispatchResult:
+    """Decide the dispatch result of a running ``turn`` and store it, committing ``s``."""
+    run, turn_id = turn.run, turn.run.turn_id
     assert run.scope_id is not None
     req = _request(run)
     ctx = _context(run)
-    with Session(deps.engine) as s:
-        role = resolve_role(s, run.character_id)
-        if role is None or role.id is None:
-            wanted = f" {run.character_id!r}" if run.character_id else ""
-            raise TurnFailed(
-                f"no character{wanted}: add one with `nekoflow character add` or set "
-                "default_character_id in config.ini"
-            )
-        save = get_or_create_save(s, role_id=role.id, scope_id=run.scope_id)
-        previous = None
-        if save.last_message_id is not None:
-            leaf = s.get(Line, save.last_message_id)
-            previous = leaf.created_at if leaf is not None else None
-        sent_at = message_time(req.metadata, run.created_at)
-        merged = [
-            {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
-            for m, at in flow_store.merged_requests(deps.engine, turn_id, s)
-        ]
-        latest = max([sent_at, *(datetime.fromisoformat(m["sent_at"]) for m in merged)])
-        policy = deps.flow.for_channel(run.channel)
-        if policy.is_stale(latest.timestamp(), utcnow().timestamp()):
-            raise TurnSkipped("stale")
-        result = DispatchResult(
-            role_id=role.id,
-            role_name=role.name,
-            save_id=save.id or 0,
-            scope_id=run.scope_id,
-            user_id=req.user_id or ctx.user_id,
-            group_id=req.group_id or ctx.group_id,
-            display_name=req.sender.display_name if req.sender else "",
-            sent_at=sent_at,
-            real_time=real_time_context(previous, sent_at).to_dict(),
-            merged=merged,
+    role = resolve_role(s, run.character_id)
+    if role is None or role.id is None:
+        wanted = f" {run.character_id!r}" if run.character_id else ""
+        raise TurnFailed(
+            f"no character{wanted}: add one with `nekoflow character add` or set "
+            "default_character_id in config.ini"
         )
-        ok = store.put_stage(
-            s,
-            turn_id,
-            "dispatch",
-            result.model_dump(mode="json"),
-            async_commit=_async_commit(deps),
-            role_id=result.role_id,
-            save_id=result.save_id,
-        )
-        return _commit_result(s, deps, turn_id, "dispatch", result, stored=ok)
+    save = get_or_create_save(s, role_id=role.id, scope_id=run.scope_id)
+    previous = None
+    if save.last_message_id is not None:
+        leaf = s.get(Line, save.last_message_id)
+        previous = leaf.created_at if leaf is not None else None
+    sent_at = message_time(req.metadata, run.created_at)
+    merged = [
+        {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
+        for m, at in flow_store.merged_requests(deps.engine, turn_id, s)
+    ]
+    latest = max([sent_at, *(datetime.fromisoformat(m["sent_at"]) for m in merged)])
+    policy = deps.flow.for_channel(run.channel)
+    if policy.is_stale(latest.timestamp(), utcnow().timestamp()):
+        raise TurnSkipped("stale")
+    result = DispatchResult(
+        role_id=role.id,
+        role_name=role.name,
+        save_id=save.id or 0,
+        scope_id=run.scope_id,
+        user_id=req.user_id or ctx.user_id,
+        group_id=req.group_id or ctx.group_id,
+        display_name=req.sender.display_name if req.sender else "",
+        sent_at=sent_at,
+        real_time=real_time_context(previous, sent_at).to_dict(),
+        merged=merged,
+    )
+    ok = store.put_stage(
+        s,
+        turn_id,
+        "dispatch",
+        result.model_dump(mode="json"),
+        async_commit=_async_commit(deps),
+        role_id=result.role_id,
+        save_id=result.save_id,
+    )
+    return _commit_result(s, deps, turn_id, "dispatch", result, stored=ok)
