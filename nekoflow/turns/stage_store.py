@@ -8,7 +8,7 @@ ends with :func:`put_stage`; on PostgreSQL the latter is one statement.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import instrumentation, make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
@@ -46,18 +47,36 @@ def load_turn_in(
 ) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
     """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
     saving a transaction); the run row comes back detached."""
-    stmt = (
-        select(TurnRun, TurnStage.stage, TurnStage.result)
-        .outerjoin(TurnStage, col(TurnStage.turn_id) == col(TurnRun.turn_id))
-        .where(TurnRun.turn_id == turn_id)
-    )
-    rows = session.exec(stmt).all()
+    rows = session.connection().execute(_LOAD, {"p_turn_id": turn_id}).all()
     if not rows:
         return None, {}
-    run = rows[0][0]
-    session.expunge(run)
+    n = len(_RUN_COLUMNS)
+    run = run_from_row(rows[0][:n])
     STAGE_RUN.set(run)
-    return run, {stage: dict(result) for _, stage, result in rows if stage is not None}
+    return run, {row[n]: dict(row[n + 1]) for row in rows if row[n] is not None}
+
+
+_RUN_COLUMNS: tuple[str, ...] = tuple(c.name for c in _RUN_TABLE.c)
+_LOAD = (
+    sa_select(
+        *_RUN_TABLE.c,
+        _STAGE_TABLE.c.stage.label("result_stage"),
+        _STAGE_TABLE.c.result.label("result_data"),
+    )
+    .select_from(_RUN_TABLE.outerjoin(_STAGE_TABLE, _STAGE_TABLE.c.turn_id == _RUN_TABLE.c.turn_id))
+    .where(_RUN_TABLE.c.turn_id == bindparam("p_turn_id"))
+)
+"""The run row's columns, then each stored stage result's (stage, result): built once."""
+_NEW_RUN = instrumentation.manager_of_class(TurnRun).new_instance
+
+
+def run_from_row(values: Sequence[Any]) -> TurnRun:
+    """A detached TurnRun from the turn_run columns of a Core row (in table order), as the ORM
+    would load it but without its per-row cost: stages read their turn this way."""
+    run = _NEW_RUN()
+    run.__dict__.update(zip(_RUN_COLUMNS, values, strict=True))
+    make_transient_to_detached(run)
+    return run
 
 
 def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:

@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, or_, update
+from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
@@ -37,6 +37,7 @@ from nekoflow.turns.stage_store import get_stage as get_stage
 from nekoflow.turns.stage_store import load_turn as load_turn
 from nekoflow.turns.stage_store import load_turn_in as load_turn_in
 from nekoflow.turns.stage_store import put_stage as put_stage
+from nekoflow.turns.stage_store import run_from_row
 from nekoflow.turns.stage_store import stage_runs as stage_runs
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -139,37 +140,36 @@ def claim(engine: Engine, turn_id: str) -> str:
 def _earlier_unfinished(scope: Any, seq: Any) -> Any:
     """EXISTS an unfinished turn of ``scope`` before ``seq`` — values, or the columns of the
     turn row an UPDATE is deciding about (the subquery correlates to it)."""
-    earlier = aliased(TurnRun)
+    earlier = _RUN_TABLE.alias("earlier")
     return (
-        select(earlier.turn_id)
+        sa_select(earlier.c.turn_id)
         .where(
-            earlier.scope_id == scope,
-            earlier.seq < seq,  # type: ignore[operator]
-            earlier.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
+            earlier.c.scope_id == scope,
+            earlier.c.seq < seq,
+            earlier.c.status.not_in(sorted(FINISHED)),
         )
         .correlate_except(earlier)
         .exists()
     )
 
 
-def _claim_statement(turn_id: str, now: datetime) -> Any:
-    """Start the turn if it is queued, its merge window (if any) has closed and every earlier
-    turn of its scope has finished: one conditional UPDATE returning the row."""
-    blocked = _earlier_unfinished(TurnRun.scope_id, TurnRun.seq)
+def _claim_statement() -> Any:
+    """Start the turn (``p_turn_id``) if it is queued, its merge window (if any) has closed and
+    every earlier turn of its scope has finished: one conditional UPDATE returning the row's
+    columns (Core, built once; ``p_now`` is the time)."""
+    run = _RUN_TABLE
+    blocked = _earlier_unfinished(run.c.scope_id, run.c.seq)
+    now = bindparam("p_now", type_=run.c.updated_at.type)
     return (
-        update(TurnRun)
+        update(run)
         .where(
-            TurnRun.turn_id == turn_id,
-            TurnRun.status == TurnStatus.queued.value,
-            or_(
-                TurnRun.not_before.is_(None),  # type: ignore[union-attr]
-                TurnRun.not_before <= now,  # type: ignore[operator, operator]
-            ),
+            run.c.turn_id == bindparam("p_turn_id"),
+            run.c.status == TurnStatus.queued.value,
+            or_(run.c.not_before.is_(None), run.c.not_before <= now),
             ~blocked,
         )
         .values(status=TurnStatus.running.value, started_at=now, updated_at=now)
-        .returning(TurnRun)
-        .execution_options(synchronize_session=False)
+        .returning(*run.c)
     )
 
 
@@ -191,8 +191,9 @@ def claim_run_in(session: Session, turn_id: str) -> tuple[str, TurnRun]:
     s = session
     for _ in range(3):
         now = utcnow()
-        run = s.execute(_claim_statement(turn_id, now)).scalars().first()
-        if run is not None:
+        row = s.connection().execute(_CLAIM, {"p_turn_id": turn_id, "p_now": now}).first()
+        if row is not None:
+            run = run_from_row(row)
             STAGE_RUN.set(run)
             return "claimed", run
         s.rollback()
@@ -265,10 +266,8 @@ def claim_next_in(session: Session, scope_id: str) -> TurnRun | bool | None:
     if session.execute(_LOCK_SCOPE, {"p_scope": scope_id}).first() is None:
         return False
     params = {"p_scope": scope_id, "p_now": utcnow()}
-    nxt = session.execute(_CLAIM_NEXT, params).scalars().first()
-    if nxt is not None:
-        session.expunge(nxt)  # as claimed: read after the commit without a refresh
-    return nxt
+    row = session.connection().execute(_CLAIM_NEXT, params).first()
+    return None if row is None else run_from_row(row)
 
 
 def next_queued_in_scope(engine: Engine, scope_id: str) -> TurnRun | None:
@@ -390,7 +389,7 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         return res.rowcount == 1
 
 
-_BLOCKED = select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq")))
+_BLOCKED = sa_select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq")))
 """Is an earlier turn of the scope unfinished (built once; see claim_first_publish_if_next)."""
 
 _LOCK_SCOPE = (
@@ -414,19 +413,20 @@ def _claim_next_statement() -> Any:
         .limit(1)
         .scalar_subquery()
     )
+    run = _RUN_TABLE
     return (
-        update(TurnRun)
+        update(run)
         .where(
-            TurnRun.turn_id == first,  # type: ignore[arg-type]
-            TurnRun.status == TurnStatus.queued.value,
-            TurnRun.publishes == 0,
+            run.c.turn_id == first,
+            run.c.status == TurnStatus.queued.value,
+            run.c.publishes == 0,
         )
-        .values(publishes=1, updated_at=bindparam("p_now"))
-        .returning(TurnRun)
-        .execution_options(synchronize_session=False)
+        .values(publishes=1, updated_at=bindparam("p_now", type_=run.c.updated_at.type))
+        .returning(*run.c)
     )
 
 
+_CLAIM = _claim_statement()
 _CLAIM_NEXT = _claim_next_statement()
 
 
