@@ -165,6 +165,8 @@ class Counters:
     redis: int
     sql: int
     cpu: float
+    #: CPU seconds of each worker, of this process (the enqueuer/driver) and of PostgreSQL.
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -192,8 +194,26 @@ class Rig:
                 {"d": DB_NAME},
             ).scalar()
         admin.dispose()
-        cpu = sum(cpu_seconds(w.pids()) for w in self.workers)
-        return Counters(int(info["total_commands_processed"]), int(row or 0), cpu)
+        parts = {w.name: cpu_seconds(w.pids()) for w in self.workers}
+        own = os.times()
+        parts["driver"] = own.user + own.system
+        parts["postgres"] = cpu_seconds(postgres_pids())
+        cpu = sum(parts[w.name] for w in self.workers)
+        return Counters(int(info["total_commands_processed"]), int(row or 0), cpu, parts)
+
+
+def postgres_pids() -> list[int]:
+    """Every PostgreSQL server process on this machine (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith("postgres") or comm.startswith("postmaster"):
+                out.append(int(entry))
+    return out
 
 
 def start_redis() -> tuple[str, subprocess.Popen]:
@@ -401,6 +421,8 @@ def measure(rig: Rig, args: argparse.Namespace, workers: list[Worker], tmp: Path
         "turn_redis": (c2.redis - c1.redis - 1 - 2) / n,
         "bare_sql": (c1.sql - c0.sql) / n,
         "turn_sql": (c2.sql - c1.sql) / n,
+        "bare_parts": {k: (c1.parts[k] - c0.parts[k]) / n * 1000 for k in c0.parts},
+        "turn_parts": {k: (c2.parts[k] - c1.parts[k]) / n * 1000 for k in c0.parts},
         "bare_iso": bare_iso,
         "turn_iso": turn_iso,
         "rss": rss,
@@ -422,6 +444,9 @@ def report(name: str, args: argparse.Namespace, m: dict) -> None:
         f"worker CPU  bare {m['bare_cpu']:7.1f} ms/chain   turn {m['turn_cpu']:7.1f} ms/turn   "
         f"ratio {cpu_ratio:.2f} (target <= 1.5)"
     )
+    for kind in ("bare", "turn"):
+        parts = "   ".join(f"{k} {v:5.1f}" for k, v in m[f"{kind}_parts"].items())
+        print(f"  CPU ms per {'chain' if kind == 'bare' else 'turn '}: {parts}")
     redis_diff = m["turn_redis"] - m["bare_redis"]
     print(
         f"redis cmds  bare {m['bare_redis']:7.1f} /chain    turn {m['turn_redis']:7.1f} /turn    "

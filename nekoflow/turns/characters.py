@@ -95,5 +95,8 @@ def resolve_role(session: Session, character_id: str | None) -> Role | None:
             role = session.get(Role, int(text))
             if role is not None:
                 return role
-        return session.exec(select(Role).where(Role.name == text).order_by(col(Role.id))).first()
-    return session.exec(select(Role).order_by(col(Role.id))).first()
+        return session.exec(
+            select(Role).where(Role.name == text).order_by(col(Role.id)).limit(1)
+        ).first()
+    # LIMIT 1: without it every role (cards included) would cross the wire on every turn.
+    return session.exec(select(Role).order_by(col(Role.id)).limit(1)).first()
