@@ -148,3 +148,53 @@ def test_stuck_turns(engine: Engine) -> None:
     store.claim(engine, "a")
     stuck = store.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
     assert [r.turn_id for r in stuck] == ["a"]
+
+
+def _end(s: Session, turn_id: str) -> None:
+    s.execute(text("UPDATE turn_run SET status = 'done' WHERE turn_id = :t"), {"t": turn_id})
+
+
+def test_an_enqueuer_waits_for_a_finisher_holding_the_scope_lock_then_publishes_itself(
+    engine: Engine,
+) -> None:
+    a, _ = store.create_turn_run(engine, new_run("a"), claim_publish=True)
+    assert a.publishes == 1  # first in its scope: the enqueuer publishes it
+    assert store.claim_run(engine, "a")[0] == "claimed"
+    got: dict[str, TurnRun] = {}
+
+    def enqueue() -> None:
+        got["b"] = store.create_turn_run(engine, new_run("b"), claim_publish=True)[0]
+
+    with Session(engine) as s:
+        _end(s, "a")
+        assert store.claim_next_in(s, "s1") is None  # nothing queued yet
+        t = threading.Thread(target=enqueue)
+        t.start()
+        t.join(0.5)
+        assert t.is_alive()  # the enqueuer waits for the scope's lock
+        s.commit()
+    t.join(30)
+    assert got["b"].publishes == 1  # it saw the scope free: it publishes its turn
+
+
+def test_a_finisher_claims_the_turn_an_enqueuer_left_behind_it_exactly_once(
+    engine: Engine,
+) -> None:
+    store.create_turn_run(engine, new_run("a"), claim_publish=True)
+    assert store.claim_run(engine, "a")[0] == "claimed"
+    b, _ = store.create_turn_run(engine, new_run("b"), claim_publish=True)
+    assert b.publishes == 0  # behind a running turn: not the enqueuer's to publish
+    with Session(engine) as s:
+        _end(s, "a")
+        nxt = store.claim_next_in(s, "s1")
+        s.commit()
+    assert isinstance(nxt, TurnRun) and nxt.turn_id == "b" and nxt.publishes == 1
+    with Session(engine) as s:
+        assert store.claim_next_in(s, "s1") is None  # claimed once only
+        s.commit()
+    assert store.first_publish(engine, "b") is False
+
+
+def test_a_scope_without_a_lock_row_hands_off_after_the_commit(engine: Engine) -> None:
+    with Session(engine) as s:
+        assert store.claim_next_in(s, "never-enqueued") is False
