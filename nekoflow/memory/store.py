@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, literal, or_, update
+from sqlalchemy import Integer, String, and_, bindparam, case, func, literal, or_, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
@@ -85,12 +87,45 @@ def _stat_delta(rec: MemoryRecord, sign: int, into: Counter[tuple[str, str]]) ->
         into[(key, term[:64])] += sign
 
 
+def _stats_upsert_pg() -> Any:
+    """PostgreSQL: add the rows of three arrays (``p_keys``, ``p_terms``, ``p_dfs``) to the term
+    statistics in one statement of one shape, built once (a multi-row VALUES would be a new
+    statement to compile for every row count)."""
+    rows = (
+        func.unnest(
+            bindparam("p_keys", type_=ARRAY(String)),
+            bindparam("p_terms", type_=ARRAY(String)),
+            bindparam("p_dfs", type_=ARRAY(Integer)),
+        )
+        .table_valued("scope_key", "term", "df")
+        .render_derived(with_types=False)
+    )
+    stmt = pg_insert(MemoryTermStat).from_select(
+        ["scope_key", "term", "df"], sa_select(rows.c.scope_key, rows.c.term, rows.c.df)
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=["scope_key", "term"],
+        set_={"df": MemoryTermStat.__table__.c.df + stmt.excluded.df},  # type: ignore[attr-defined]
+    )
+
+
+_STATS_UPSERT_PG = _stats_upsert_pg()
+
+
 def _apply_stats(s: Session, delta: Counter[tuple[str, str]]) -> None:
     """Add ``delta`` to the term statistics with one upsert (rows sorted: no deadlocks)."""
     values = [{"scope_key": k, "term": t, "df": n} for (k, t), n in sorted(delta.items()) if n]
     if not values:
         return
-    insert: Any = pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert
+    if s.get_bind().dialect.name == "postgresql":
+        params = {
+            "p_keys": [v["scope_key"] for v in values],
+            "p_terms": [v["term"] for v in values],
+            "p_dfs": [v["df"] for v in values],
+        }
+        s.connection().execute(_STATS_UPSERT_PG, params)
+        return
+    insert: Any = sqlite_insert
     stmt = insert(MemoryTermStat).values(values)
     stmt = stmt.on_conflict_do_update(
         index_elements=["scope_key", "term"],
