@@ -22,9 +22,10 @@ from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from sqlalchemy import Integer, Row, Select, bindparam, literal, select, update
+from sqlalchemy import Integer, Row, Select, bindparam, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col
 
 from nekoflow.errors import InputError
@@ -236,6 +237,12 @@ def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
     return list(session.scalars(stmt).all())
 
 
+_LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
+_LINE_VALUES = tuple(c.name for c in _LINE_TABLE.c if c.name != "id")
+_LINE_INSERT = insert(_LINE_TABLE).returning(_LINE_TABLE.c.id)
+"""One dialogue line, its id back (built once; executed with every column but ``id``)."""
+
+
 def write_turn(
     session: Session,
     *,
@@ -294,10 +301,12 @@ def write_turn(
         for s in segments
     ]
     parent = leaf
-    for line in new_lines:
+    conn = session.connection()
+    for line in new_lines:  # Core inserts (the ORM's unit of work per line costs more)
         line.parent_line_id = parent
-        session.add(line)
-        session.flush()  # assigns line.id, the next line's parent
+        values = {name: getattr(line, name) for name in _LINE_VALUES}
+        line.id = conn.execute(_LINE_INSERT, values).scalar_one()  # the next line's parent
+        make_transient_to_detached(line)  # as if loaded: a later add() does not insert it again
         parent = line.id
     session.execute(
         update(Save)
