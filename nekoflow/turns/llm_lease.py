@@ -94,6 +94,11 @@ def claim_llm_call_in(
         return LeaseAttempt(
             "busy", attempt=cur.llm_attempts, wait_seconds=(until - now).total_seconds()
         )
+    if cur.llm_attempts < max_attempts:
+        # The lease was held when the UPDATE ran and released before this read: the other
+        # chain's call has just ended (its answer may be stored now). Look again shortly —
+        # never report attempts as used up that are not.
+        return LeaseAttempt("busy", attempt=cur.llm_attempts, wait_seconds=0.2)
     return LeaseAttempt("exhausted", attempt=cur.llm_attempts)
 
 

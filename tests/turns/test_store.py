@@ -5,13 +5,15 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from nekoflow.turns import store
+from nekoflow.turns.llm_lease import claim_llm_call, claim_llm_call_in, release_llm_lease
 
 
 def new_run(turn_id: str, scope: str = "s1", **kw) -> TurnRun:
@@ -198,3 +200,26 @@ def test_a_finisher_claims_the_turn_an_enqueuer_left_behind_it_exactly_once(
 def test_a_scope_without_a_lock_row_hands_off_after_the_commit(engine: Engine) -> None:
     with Session(engine) as s:
         assert store.claim_next_in(s, "never-enqueued") is False
+
+
+def test_a_lease_released_between_the_claim_and_its_read_is_busy_not_used_up(
+    engine: Engine,
+) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("needs a second writer inside the claim's transaction (PostgreSQL rows)")
+    store.create_turn_run(engine, new_run("a"))
+    assert store.claim_run(engine, "a")[0] == "claimed"
+    first = claim_llm_call(engine, "a", lease_seconds=30, max_attempts=3)
+    assert first.kind == "claimed" and first.attempt == 1
+    with engine.begin() as conn:
+        released: list[bool] = []
+
+        @event.listens_for(conn, "after_cursor_execute")
+        def _release(*_: object) -> None:  # the first call ends right after the claim failed
+            if not released:
+                released.append(True)
+                release_llm_lease(engine, "a", first.owner)
+
+        second = claim_llm_call_in(conn, "a", lease_seconds=30, max_attempts=3)
+    assert released and second.kind == "busy" and second.attempt == 1  # look again, not failed
+    assert 0 < second.wait_seconds <= 1
