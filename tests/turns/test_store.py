@@ -14,6 +14,7 @@ from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from nekoflow.turns import store
 from nekoflow.turns.llm_lease import claim_llm_call, claim_llm_call_in, release_llm_lease
+from tests.conftest import PG_URL
 
 
 def new_run(turn_id: str, scope: str = "s1", **kw) -> TurnRun:
@@ -202,11 +203,16 @@ def test_a_scope_without_a_lock_row_hands_off_after_the_commit(engine: Engine) -
         assert store.claim_next_in(s, "never-enqueued") is False
 
 
+# PostgreSQL only: SQLite serialises writers, so no release can land between the claim's two
+# statements there (the race cannot happen).
+@pytest.mark.parametrize(
+    "db_url",
+    [pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL"))],
+    indirect=True,
+)
 def test_a_lease_released_between_the_claim_and_its_read_is_busy_not_used_up(
     engine: Engine,
 ) -> None:
-    if engine.dialect.name != "postgresql":
-        pytest.skip("needs a second writer inside the claim's transaction (PostgreSQL rows)")
     store.create_turn_run(engine, new_run("a"))
     assert store.claim_run(engine, "a")[0] == "claimed"
     first = claim_llm_call(engine, "a", lease_seconds=30, max_attempts=3)
