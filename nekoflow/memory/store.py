@@ -114,19 +114,15 @@ _STATS_UPSERT_PG = _stats_upsert_pg()
 
 def _apply_stats(s: Session, delta: Counter[tuple[str, str]]) -> None:
     """Add ``delta`` to the term statistics with one upsert (rows sorted: no deadlocks)."""
-    values = [{"scope_key": k, "term": t, "df": n} for (k, t), n in sorted(delta.items()) if n]
-    if not values:
+    rows = [(k, t, n) for (k, t), n in sorted(delta.items()) if n]
+    if not rows:
         return
     if s.get_bind().dialect.name == "postgresql":
-        params = {
-            "p_keys": [v["scope_key"] for v in values],
-            "p_terms": [v["term"] for v in values],
-            "p_dfs": [v["df"] for v in values],
-        }
-        s.connection().execute(_STATS_UPSERT_PG, params)
+        keys, terms, dfs = (list(column) for column in zip(*rows, strict=True))
+        s.connection().execute(_STATS_UPSERT_PG, {"p_keys": keys, "p_terms": terms, "p_dfs": dfs})
         return
-    insert: Any = sqlite_insert
-    stmt = insert(MemoryTermStat).values(values)
+    values = [{"scope_key": k, "term": t, "df": n} for k, t, n in rows]
+    stmt: Any = sqlite_insert(MemoryTermStat).values(values)
     stmt = stmt.on_conflict_do_update(
         index_elements=["scope_key", "term"],
         set_={"df": MemoryTermStat.__table__.c.df + stmt.excluded.df},  # type: ignore[attr-defined]
