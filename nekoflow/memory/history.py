@@ -96,6 +96,24 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     return session.scalars(stmt).one()
 
 
+def save_and_leaf_time(
+    session: Session, *, role_id: int, scope_id: str
+) -> tuple[Save, datetime | None]:
+    """The save of ``role_id`` in ``scope_id`` (created if missing, as
+    :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
+    existing save is one statement."""
+    stmt = (
+        select(Save, col(Line.created_at))
+        .outerjoin(Line, col(Line.id) == col(Save.last_message_id))
+        .where(col(Save.role_id) == role_id, col(Save.scope_id) == scope_id)
+    )
+    if isinstance(scope_id, str) and scope_id and len(scope_id) <= 512:
+        row = session.execute(stmt).first()
+        if row is not None:
+            return row[0], row[1]
+    return get_or_create_save(session, role_id=role_id, scope_id=scope_id), None
+
+
 @cache
 def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
     """The active-path statement: ``(line…, path_id, path_parent_id, path_mark)``; mark 1 = leaf.

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import ARRAY, any_, bindparam, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
@@ -27,14 +27,20 @@ _STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
 _STATS_QUERY = sa_select(_STATS.c.term, _STATS.c.df).where(
     _STATS.c.scope_key == bindparam("key"), _STATS.c.term.in_(bindparam("terms", expanding=True))
 )
-"""Built once: constructing the statement per turn cost more than running it."""
+_STATS_QUERY_PG = sa_select(_STATS.c.term, _STATS.c.df).where(
+    _STATS.c.scope_key == bindparam("key"),
+    _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
+)
+"""Built once: constructing the statement per turn cost more than running it. On PostgreSQL
+the terms are one array parameter (``= ANY``): one statement text whatever their number."""
 
 
 def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) -> CorpusStats:
     """BM25 statistics of the scope for these terms (one indexed query)."""
     key = scope_token(role_id, scope_id)
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
-    rows = s.execute(_STATS_QUERY, {"key": key, "terms": wanted}).all()
+    stmt = _STATS_QUERY_PG if s.get_bind().dialect.name == "postgresql" else _STATS_QUERY
+    rows = s.connection().execute(stmt, {"key": key, "terms": wanted}).all()
     df = {t: n for t, n in rows}
     docs = max(df.pop(DOCS, 0), 0)
     total = max(df.pop(LENGTH, 0), 0)

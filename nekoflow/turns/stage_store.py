@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal_column, text, update
+from sqlalchemy import JSON, bindparam, func, literal_column, text, update
 from sqlalchemy import exists as sa_exists
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -36,8 +36,8 @@ ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 
 
 def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
-    """The TurnRun row and every stored stage result of the turn, in one statement (a join):
-    every stage starts with this read, so it is one round trip and one transaction."""
+    """The TurnRun row and every stored stage result of the turn, in one statement and one
+    row: every stage starts with this read, so it is one round trip and one transaction."""
     with read_session(engine) as s:
         return load_turn_in(s, turn_id)
 
@@ -47,26 +47,36 @@ def load_turn_in(
 ) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
     """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
     saving a transaction); the run row comes back detached."""
-    rows = session.connection().execute(_LOAD, {"p_turn_id": turn_id}).all()
-    if not rows:
+    stmt = _LOAD_PG if session.get_bind().dialect.name == "postgresql" else _LOAD_SQLITE
+    row = session.connection().execute(stmt, {"p_turn_id": turn_id}).first()
+    if row is None:
         return None, {}
-    n = len(_RUN_COLUMNS)
-    run = run_from_row(rows[0][:n])
+    run = run_from_row(row[:-1])
     STAGE_RUN.set(run)
-    return run, {row[n]: dict(row[n + 1]) for row in rows if row[n] is not None}
+    return run, dict(row[-1] or {})
 
 
 _RUN_COLUMNS: tuple[str, ...] = tuple(c.name for c in _RUN_TABLE.c)
-_LOAD = (
-    sa_select(
-        *_RUN_TABLE.c,
-        _STAGE_TABLE.c.stage.label("result_stage"),
-        _STAGE_TABLE.c.result.label("result_data"),
+
+
+def _load_statement(results: Any) -> Any:
+    """The run row's columns, then its stored stage results as one JSON object (stage →
+    result): one row, so the run's own JSON columns are decoded once, not once per stage."""
+    by_stage = (
+        sa_select(results).where(_STAGE_TABLE.c.turn_id == _RUN_TABLE.c.turn_id).scalar_subquery()
     )
-    .select_from(_RUN_TABLE.outerjoin(_STAGE_TABLE, _STAGE_TABLE.c.turn_id == _RUN_TABLE.c.turn_id))
-    .where(_RUN_TABLE.c.turn_id == bindparam("p_turn_id"))
+    return sa_select(*_RUN_TABLE.c, by_stage.label("results")).where(
+        _RUN_TABLE.c.turn_id == bindparam("p_turn_id")
+    )
+
+
+_LOAD_PG = _load_statement(
+    func.json_object_agg(_STAGE_TABLE.c.stage, _STAGE_TABLE.c.result, type_=JSON)
 )
-"""The run row's columns, then each stored stage result's (stage, result): built once."""
+_LOAD_SQLITE = _load_statement(
+    func.json_group_object(_STAGE_TABLE.c.stage, func.json(_STAGE_TABLE.c.result), type_=JSON)
+)
+"""The turn's read, built once per dialect (``json_object_agg`` / ``json_group_object``)."""
 _NEW_RUN = instrumentation.manager_of_class(TurnRun).new_instance
 
 

@@ -84,11 +84,9 @@ def create_turn_run(
     ``claim_publish``: in the same transaction, claim the turn's first publication when it is
     next in its scope (``row.publishes == 1`` then: the caller publishes it).
     """
+    # No read first: the dedupe key's unique constraint decides (a redelivery is rare; the
+    # insert that fails on it rolls back, seq included, and the stored turn is read then).
     with Session(engine, expire_on_commit=False) as s:
-        if run.dedupe_key:
-            existing = s.exec(select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)).first()
-            if existing is not None:
-                return existing, False
         row = TurnRun.model_validate(run.model_dump())
         if row.scope_id is not None and row.status == TurnStatus.queued:
             row.seq = _next_seq(s, row.scope_id)
@@ -99,7 +97,9 @@ def create_turn_run(
             s.commit()
             return row, True
         except IntegrityError:
-            s.rollback()  # the same message, enqueued concurrently: theirs stands
+            s.rollback()  # the same message, enqueued before or concurrently: theirs stands
+            if not run.dedupe_key:
+                raise
     with Session(engine, expire_on_commit=False) as s:
         existing = s.exec(select(TurnRun).where(TurnRun.dedupe_key == run.dedupe_key)).first()
         if existing is None:

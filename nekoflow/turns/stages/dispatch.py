@@ -8,9 +8,9 @@ from datetime import datetime
 from sqlmodel import Session
 
 from nekoflow.flow import store as flow_store
-from nekoflow.memory.history import get_or_create_save
+from nekoflow.memory.history import save_and_leaf_time
 from nekoflow.review.timegap import real_time_context
-from nekoflow.storage.dialogue import Line, utcnow
+from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store
 from nekoflow.turns.characters import resolve_role
 from nekoflow.turns.clock import message_time
@@ -73,11 +73,7 @@ def _dispatch(deps: TurnDeps, s: Session, turn: _Turn) -> DispatchResult:
             f"no character{wanted}: add one with `nekoflow character add` or set "
             "default_character_id in config.ini"
         )
-    save = get_or_create_save(s, role_id=role.id, scope_id=run.scope_id)
-    previous = None
-    if save.last_message_id is not None:
-        leaf = s.get(Line, save.last_message_id)
-        previous = leaf.created_at if leaf is not None else None
+    save, previous = save_and_leaf_time(s, role_id=role.id, scope_id=run.scope_id)
     sent_at = message_time(req.metadata, run.created_at)
     merged = [
         {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
