@@ -428,16 +428,3 @@ def _claim_next_statement() -> Any:
 
 _CLAIM = _claim_statement()
 _CLAIM_NEXT = _claim_next_statement()
-
-
-def lock_running(session: Session, turn_id: str) -> bool:
-    """Lock the turn's row in the caller's transaction if it is still ``running`` (a no-op
-    UPDATE: a PostgreSQL row lock, SQLite's write lock); False when it is not."""
-    res = session.execute(
-        update(_RUN_TABLE)
-        .where(
-            and_(_RUN_TABLE.c.turn_id == turn_id, _RUN_TABLE.c.status == TurnStatus.running.value)
-        )
-        .values(updated_at=utcnow())
-    )
-    return bool(res.rowcount)

@@ -10,16 +10,14 @@ from sqlmodel import Session
 
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
-from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, ReviewOutput
-from nekoflow.storage.dialogue import Role, utcnow
+from nekoflow.review.models import ReviewOutput
+from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import (
-    DeltaLedger,
-    Relationship,
     TurnStatus,
     WorldBookSuggestion,
 )
 from nekoflow.turns import store
-from nekoflow.turns.characters import clamp_dimension, initial_relationship
+from nekoflow.turns.apply_store import bump_relationship, lock_with_ledger
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.effects import memory_rows, plot_rows
 from nekoflow.turns.errors import TurnNotRunnable
@@ -44,19 +42,15 @@ def _apply(
     b: BeforeTurnResult,
     out: ReviewOutput,
 ) -> ApplyResult:
-    rel = s.get(Relationship, (d.role_id, d.scope_id), with_for_update=True)
-    if rel is None:
-        role = s.get(Role, d.role_id)
-        start = initial_relationship(role) if role is not None else {}
-        rel = Relationship(role_id=d.role_id, scope_id=d.scope_id, **start)
-    delta = out.relationship_delta
-    if delta is not None:
-        for dim in RELATIONSHIP_DIMENSIONS:
-            setattr(rel, dim, clamp_dimension(getattr(rel, dim) + getattr(delta, dim)))
-    rel.turns += 1
-    rel.updated_at = utcnow()
-    s.add(rel)
     now = utcnow()
+    relationship, turns = bump_relationship(
+        s,
+        role_id=d.role_id,
+        scope_id=d.scope_id,
+        start=b.relationship,
+        delta=out.relationship_delta,
+        now=now,
+    )
     memories = memory_rows(
         out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now, settings=deps.settings
     )
@@ -78,12 +72,12 @@ def _apply(
         )
         suggestions = 1
     return ApplyResult(
-        relationship={dim: getattr(rel, dim) for dim in RELATIONSHIP_DIMENSIONS},
+        relationship=relationship,
         memories=len(memories),
         memory_ops=asdict(ops),
         plot_nodes=len(plots),
         world_book_suggestions=suggestions,
-        summarize=b.history_beyond and rel.turns % get_memory_settings().summary_every_turns == 0,
+        summarize=b.history_beyond and turns % get_memory_settings().summary_every_turns == 0,
     )
 
 
@@ -109,12 +103,11 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
         # Lock the turn while it is still running: a concurrent supersede (on_busy = interrupt)
         # either happened first (nothing is applied) or waits for this commit (and then finds
         # the turn done). A turn past apply_deltas is never undone.
-        if not store.lock_running(s, turn_id):
-            s.rollback()
-            raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
         try:
-            s.add(DeltaLedger(turn_id=turn_id))
-            s.flush()  # the ledger's primary key: a concurrent apply of this turn fails here
+            # The ledger's primary key: a concurrent apply of this turn fails here.
+            if not lock_with_ledger(s, turn_id, utcnow()):
+                s.rollback()
+                raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
             result = _apply(deps, s, turn_id, d, b, out)
             store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
             # Idempotent per turn_id, so a rollback below followed by a retry counts once.

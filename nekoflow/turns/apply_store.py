@@ -1,0 +1,118 @@
+"""The statements of ``apply_deltas``: lock the running turn with its ledger row, and move the
+relationship by the review's delta — each one statement, built once per dialect.
+
+The ORM's way (a no-op UPDATE, an INSERT flushed on its own, ``get(..., with_for_update)``, the
+role read for a first turn, then an UPDATE or INSERT at flush) cost five round trips here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, literal_column, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session
+
+from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, RelationshipDelta, clamp_dimension
+from nekoflow.storage.turns import DeltaLedger, Relationship, TurnRun, TurnStatus
+from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
+
+_RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
+_LEDGER: Any = DeltaLedger.__table__  # type: ignore[attr-defined]
+_REL: Any = Relationship.__table__  # type: ignore[attr-defined]
+
+
+def _lock_statement() -> Any:
+    """The no-op UPDATE that locks a still-running turn (``p_turn_id``, ``p_now``)."""
+    return (
+        update(_RUN)
+        .where(_RUN.c.turn_id == bindparam("p_turn_id"), _RUN.c.status == TurnStatus.running.value)
+        .values(updated_at=bindparam("p_now"))
+    )
+
+
+_LOCK = _lock_statement()
+_LOCK_AND_LEDGER_PG = (
+    insert(_LEDGER)
+    .from_select(
+        ["turn_id", "applied_at"],
+        sa_select(
+            literal_column("locked.turn_id"), bindparam("p_at", type_=_LEDGER.c.applied_at.type)
+        ).select_from(_lock_statement().returning(_RUN.c.turn_id).cte("locked")),
+    )
+    .returning(_LEDGER.c.turn_id)
+)
+"""PostgreSQL: lock the running turn and insert its ledger row in one statement."""
+
+
+def lock_with_ledger(session: Session, turn_id: str, now: datetime) -> bool:
+    """Lock the turn's row if it is still ``running`` and insert its ledger row; False (nothing
+    written) when it is not running. Raises IntegrityError when the ledger row exists (the
+    deltas were applied by a concurrent delivery)."""
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        params = {"p_turn_id": turn_id, "p_now": now, "p_at": now}
+        return conn.execute(_LOCK_AND_LEDGER_PG, params).first() is not None
+    if not conn.execute(_LOCK, {"p_turn_id": turn_id, "p_now": now}).rowcount:
+        return False
+    conn.execute(insert(_LEDGER).values(turn_id=turn_id, applied_at=now))
+    return True
+
+
+def _clamped(expr: Any, dialect: str) -> Any:
+    """``expr`` clamped to 0–100 in SQL (as :func:`clamp_dimension`)."""
+    if dialect == "postgresql":
+        return func.least(func.greatest(expr, 0), 100)
+    return func.min(func.max(expr, 0), 100)  # SQLite's scalar min/max of several arguments
+
+
+def _bump_statement(dialect: str) -> Any:
+    """Upsert of a relationship: a new row starts at ``p_start_<dim>`` (already moved and
+    clamped); an existing one moves by ``p_delta_<dim>``, clamped; ``turns`` counts up."""
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_REL)
+    values = {dim: bindparam(f"p_start_{dim}") for dim in RELATIONSHIP_DIMENSIONS}
+    stmt = ins.values(
+        role_id=bindparam("p_role"),
+        scope_id=bindparam("p_scope"),
+        turns=1,
+        updated_at=bindparam("p_now", type_=_REL.c.updated_at.type),
+        **values,
+    )
+    moved = {
+        dim: _clamped(_REL.c[dim] + bindparam(f"p_delta_{dim}"), dialect)
+        for dim in RELATIONSHIP_DIMENSIONS
+    }
+    return stmt.on_conflict_do_update(
+        index_elements=["role_id", "scope_id"],
+        set_={**moved, "turns": _REL.c.turns + 1, "updated_at": stmt.excluded.updated_at},
+    ).returning(*(_REL.c[dim] for dim in RELATIONSHIP_DIMENSIONS), _REL.c.turns)
+
+
+_BUMP = {d: _bump_statement(d) for d in ("postgresql", "sqlite")}
+
+
+def bump_relationship(
+    session: Session,
+    *,
+    role_id: int,
+    scope_id: str,
+    start: Mapping[str, Any],
+    delta: RelationshipDelta | None,
+    now: datetime,
+) -> tuple[dict[str, int], int]:
+    """Move the (role, scope) relationship by ``delta`` and count the turn, in one statement
+    that also locks the row; a scope's first turn starts from ``start`` (the values its
+    prompt was built with). Returns the dimensions after the move and the turn count."""
+    moves = {dim: int(getattr(delta, dim, 0) or 0) for dim in RELATIONSHIP_DIMENSIONS}
+    params: dict[str, Any] = {"p_role": role_id, "p_scope": scope_id, "p_now": now}
+    for dim in RELATIONSHIP_DIMENSIONS:
+        base = clamp_dimension(start.get(dim, DEFAULT_RELATIONSHIP[dim]))
+        params[f"p_start_{dim}"] = clamp_dimension(base + moves[dim])
+        params[f"p_delta_{dim}"] = moves[dim]
+    conn = session.connection()
+    row = conn.execute(_BUMP[conn.dialect.name], params).one()
+    return dict(zip(RELATIONSHIP_DIMENSIONS, (int(v) for v in row[:-1]), strict=True)), int(row[-1])
