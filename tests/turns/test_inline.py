@@ -189,3 +189,47 @@ def test_only_entries_that_reach_the_prompt_count_as_injected(deps, role) -> Non
     assert [e["id"] for e in before["injected"]] == ["big"]
     assert "甲" * 60 in before["system_prompt"] and "乙" not in before["system_prompt"]
     assert deps.cooldowns.snapshot("web:conversation:sess1").injections == {"big": 1}
+
+
+def test_two_concurrent_memory_builds_of_a_turn_write_its_lines_once(deps, monkeypatch) -> None:
+    """Both runs read the turn before either stores: the loser writes its lines, conflicts at
+    its stage result and rolls back (or, on SQLite, fails to upgrade its snapshot and is
+    retried by the runner), so the dialogue holds the turn once and both see one result."""
+    import threading
+
+    from sqlalchemy.exc import OperationalError
+
+    from nekoflow.turns.stages import memory as memory_stage
+
+    handle = submit_turn(deps, "web", web_event("今天的海风好舒服"))
+    for stage in ("dispatch", "before_turn", "llm_call"):
+        STAGE_FUNCS[stage](deps, handle.turn_id)
+    both_read = threading.Barrier(2, timeout=10)
+    real = memory_stage.write_turn
+
+    def write_after_both_read(*args, **kwargs):
+        both_read.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_stage, "write_turn", write_after_both_read)
+    results, errors = [], []
+
+    def run() -> None:
+        try:
+            results.append(STAGE_FUNCS["memory_build"](deps, handle.turn_id))
+        except OperationalError as exc:  # SQLite: the loser's snapshot is stale; a retry wins
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert results and len(results) + len(errors) == 2
+    assert all(r == results[0] for r in results)
+    with Session(deps.engine) as s:
+        lines = s.exec(select(Line).where(Line.turn_id == handle.turn_id)).all()
+        assert sorted(line.id for line in lines) == sorted(results[0].line_ids)
+        assert [line.attribute for line in lines].count("user") == 1
+    monkeypatch.undo()
+    assert STAGE_FUNCS["memory_build"](deps, handle.turn_id) == results[0]  # a retry: stored
