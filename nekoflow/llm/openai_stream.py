@@ -36,7 +36,8 @@ def stream_completion(
     body = {**params, "stream": True, "stream_options": STREAM_OPTIONS}
     lib: Any = None
     try:
-        with client.chat.completions.with_streaming_response.create(**body) as response:
+        kwargs = model._create_kwargs(body)
+        with client.chat.completions.with_streaming_response.create(**kwargs) as response:
             http = response.http_response
             lib = _http_library(http)
             if "text/event-stream" not in http.headers.get("content-type", ""):

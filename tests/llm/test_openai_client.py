@@ -121,6 +121,7 @@ def test_success_returns_text_model_usage_and_sends_the_request(
     assert body["max_tokens"] == 64
     assert "response_format" not in body
     assert body.get("stream") in (None, False)
+    assert set(body) == {"model", "messages", "temperature", "max_tokens"}  # nothing more
     req = requests_seen(httpserver)[0]
     assert req.headers["Authorization"] == f"Bearer {KEY}"
 
