@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlmodel import Session
+from sqlalchemy import and_, bindparam, select
+from sqlmodel import Session, col
 
 from nekoflow.channels import ChatRequest
 from nekoflow.characters.card import CardData
@@ -61,11 +62,33 @@ log = logging.getLogger(__name__)
 _book_caches: dict[int, BookCache] = {}
 
 
-def _relationship(s: Session, role: Role, scope_id: str) -> dict[str, int]:
-    row = s.get(Relationship, (role.id, scope_id))
+_ROLE_AND_RELATIONSHIP = (
+    select(Role, Relationship)
+    .outerjoin(
+        Relationship,
+        and_(
+            col(Relationship.role_id) == col(Role.id),
+            col(Relationship.scope_id) == bindparam("p_scope"),
+        ),
+    )
+    .where(col(Role.id) == bindparam("p_role"))
+)
+"""The character and its relationship with the scope, in one statement (built once)."""
+
+
+def _role_and_relationship(
+    s: Session, role_id: int, scope_id: str
+) -> tuple[Role | None, dict[str, int]]:
+    """The character (detached) and its relationship with the scope (its starting values
+    when the scope has none yet)."""
+    row = s.execute(_ROLE_AND_RELATIONSHIP, {"p_role": role_id, "p_scope": scope_id}).first()
     if row is None:
-        return initial_relationship(role)
-    return {d: getattr(row, d) for d in RELATIONSHIP_DIMENSIONS}
+        return None, {}
+    role, rel = row
+    s.expunge(role)
+    if rel is None:
+        return role, initial_relationship(role)
+    return role, {d: getattr(rel, d) for d in RELATIONSHIP_DIMENSIONS}
 
 
 def _history_rows(deps: TurnDeps, s: Session, d: DispatchResult, turn_id: str) -> list[Any]:
@@ -184,10 +207,9 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
     d = turn.required("dispatch", DispatchResult)
     req = _request(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
-    role = s.get(Role, d.role_id)
+    role, relationship = _role_and_relationship(s, d.role_id, d.scope_id)
     if role is None:
         raise TurnFailed(f"character {d.role_id} was deleted")
-    s.expunge(role)
     card = _card(role)
     macros = _macros(turn, d, req, card)
     if card is not None and d.real_time.get("elapsed_seconds") is None:  # a new conversation
@@ -199,7 +221,6 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
     embedder = configured_embedder()
     qvec = query_vector(embedder, text, msettings.embeddings_query_timeout)
     rows = _history_rows(deps, s, d, turn_id)
-    relationship = _relationship(s, role, d.scope_id)
     memories = prompt_memories(
         s,
         role_id=d.role_id,
