@@ -43,26 +43,35 @@ from nekoflow.turns.stage_store import stage_runs as stage_runs
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
 
 
+def _next_seq_statement(dialect: str) -> Any:
+    """Upsert of the scope's counter (``p_scope``) returning its new value: a scope without a
+    counter yet (new, or from before counters existed) starts after its highest stored seq."""
+    counter: Any = ScopeCounter.__table__  # type: ignore[attr-defined]
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(counter)
+    scope = bindparam("p_scope", type_=counter.c.scope_id.type)
+    first = (
+        sa_select(func.coalesce(func.max(_RUN_TABLE.c.seq), 0) + 1)
+        .where(_RUN_TABLE.c.scope_id == scope)
+        .scalar_subquery()
+    )
+    return (
+        ins.values(scope_id=scope, last_seq=first)
+        .on_conflict_do_update(
+            index_elements=["scope_id"], set_={"last_seq": counter.c.last_seq + 1}
+        )
+        .returning(counter.c.last_seq)
+    )
+
+
+_NEXT_SEQ = {dialect: _next_seq_statement(dialect) for dialect in ("postgresql", "sqlite")}
+"""Built once per dialect: building it on every enqueue cost more than running it."""
+
+
 def _next_seq(session: Session, scope_id: str) -> int:
     """Take the scope's next sequence number (an upsert that locks the scope's counter row
     until the caller's transaction ends; rolled back with it)."""
-    dialect = session.get_bind().dialect.name
-    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(ScopeCounter)
-    # A scope without a counter yet (new, or from before counters existed) starts after its
-    # highest stored seq.
-    first = (
-        select(func.coalesce(func.max(TurnRun.seq), 0) + 1)
-        .where(TurnRun.scope_id == scope_id)
-        .scalar_subquery()
-    )
-    stmt = (
-        ins.values(scope_id=scope_id, last_seq=first)
-        .on_conflict_do_update(
-            index_elements=["scope_id"], set_={"last_seq": ScopeCounter.last_seq + 1}
-        )
-        .returning(ScopeCounter.last_seq)
-    )
-    return int(session.execute(stmt).scalar_one())
+    conn = session.connection()
+    return int(conn.execute(_NEXT_SEQ[conn.dialect.name], {"p_scope": scope_id}).scalar_one())
 
 
 def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
