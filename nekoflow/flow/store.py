@@ -122,21 +122,25 @@ def create_or_merge(
         return row, None
 
 
+_MERGED = (
+    select(TurnMessage.request, TurnMessage.created_at)
+    .where(TurnMessage.turn_id == bindparam("p_turn_id"))
+    .order_by(col(TurnMessage.id))
+)
+"""The messages merged into a turn, in arrival order (built once)."""
+
+
 def merged_requests(
     engine: Engine, turn_id: str, session: Session | None = None
 ) -> list[tuple[dict[str, Any], datetime]]:
     """The requests merged into ``turn_id`` and when each arrived, in arrival order (read in
     ``session``'s transaction when given)."""
-    stmt = (
-        select(TurnMessage.request, TurnMessage.created_at)
-        .where(TurnMessage.turn_id == turn_id)
-        .order_by(col(TurnMessage.id))
-    )
+    params = {"p_turn_id": turn_id}
     if session is not None:
-        rows = session.exec(stmt).all()
+        rows = session.execute(_MERGED, params).all()
     else:
         with read_session(engine) as s:
-            rows = s.exec(stmt).all()
+            rows = s.execute(_MERGED, params).all()
     return [(dict(r), at) for r, at in rows]
 
 

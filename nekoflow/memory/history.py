@@ -96,19 +96,23 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     return session.scalars(stmt).one()
 
 
+_SAVE_AND_LEAF_TIME = (
+    select(Save, col(Line.created_at))
+    .outerjoin(Line, col(Line.id) == col(Save.last_message_id))
+    .where(col(Save.role_id) == bindparam("p_role"), col(Save.scope_id) == bindparam("p_scope"))
+)
+"""A save and its last line's time (built once)."""
+
+
 def save_and_leaf_time(
     session: Session, *, role_id: int, scope_id: str
 ) -> tuple[Save, datetime | None]:
     """The save of ``role_id`` in ``scope_id`` (created if missing, as
     :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
     existing save is one statement."""
-    stmt = (
-        select(Save, col(Line.created_at))
-        .outerjoin(Line, col(Line.id) == col(Save.last_message_id))
-        .where(col(Save.role_id) == role_id, col(Save.scope_id) == scope_id)
-    )
     if isinstance(scope_id, str) and scope_id and len(scope_id) <= 512:
-        row = session.execute(stmt).first()
+        params = {"p_role": role_id, "p_scope": scope_id}
+        row = session.execute(_SAVE_AND_LEAF_TIME, params).first()
         if row is not None:
             return row[0], row[1]
     return get_or_create_save(session, role_id=role_id, scope_id=scope_id), None
@@ -230,16 +234,20 @@ def load_history_naive(session: Session, save_id: int) -> list[Line]:
     return list(reversed(history))
 
 
+_LOCK_SAVE = (
+    update(Save)
+    .where(col(Save.id) == bindparam("p_save"))
+    .values(updated_at=Save.updated_at)
+    .returning(col(Save.last_message_id))
+    .execution_options(synchronize_session=False)
+)
+"""The save's no-op UPDATE (built once)."""
+
+
 def _lock_save(session: Session, save_id: int) -> int | None:
     """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
     returns the save's active leaf as it is under the lock."""
-    result: Any = session.execute(
-        update(Save)
-        .where(col(Save.id) == save_id)
-        .values(updated_at=Save.updated_at)
-        .returning(col(Save.last_message_id))
-        .execution_options(synchronize_session=False)
-    )
+    result: Any = session.execute(_LOCK_SAVE, {"p_save": save_id})
     row = result.first()
     if row is None:
         raise InputError(f"save {save_id!r} does not exist", field="save_id")

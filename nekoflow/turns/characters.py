@@ -98,5 +98,9 @@ def resolve_role(session: Session, character_id: str | None) -> Role | None:
         return session.exec(
             select(Role).where(Role.name == text).order_by(col(Role.id)).limit(1)
         ).first()
-    # LIMIT 1: without it every role (cards included) would cross the wire on every turn.
-    return session.exec(select(Role).order_by(col(Role.id)).limit(1)).first()
+    return session.exec(_FIRST_ROLE).first()
+
+
+_FIRST_ROLE = select(Role).order_by(col(Role.id)).limit(1)
+"""The default character (built once). LIMIT 1: without it every role, cards included,
+would cross the wire on every turn."""

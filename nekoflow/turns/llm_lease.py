@@ -17,7 +17,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Literal
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from nekoflow.storage.dialogue import utcnow
@@ -50,6 +50,40 @@ def claim_llm_call(
         )
 
 
+def _claim_statement() -> Any:
+    """Count an attempt and take the lease of a running turn (``p_turn_id``) whose lease is
+    free and whose attempts (``p_max``) are not used up; returns the attempt number."""
+    at = _RUN.c.updated_at.type
+    now = bindparam("p_now", type_=at)
+    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
+    return (
+        update(_RUN)
+        .where(
+            and_(
+                _RUN.c.turn_id == bindparam("p_turn_id"),
+                _RUN.c.status == TurnStatus.running.value,
+                _RUN.c.llm_attempts < bindparam("p_max"),
+                free,
+            )
+        )
+        .values(
+            llm_attempts=_RUN.c.llm_attempts + 1,
+            llm_lease_until=bindparam("p_until", type_=at),
+            llm_lease_owner=bindparam("p_owner"),
+            stage="llm_call",
+            updated_at=now,
+        )
+        .returning(_RUN.c.llm_attempts)
+    )
+
+
+_CLAIM = _claim_statement()
+_LEASE_STATE = select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
+    _RUN.c.turn_id == bindparam("p_turn_id")
+)
+"""Built once: the claim runs before every model call."""
+
+
 def claim_llm_call_in(
     conn: Connection, turn_id: str, *, lease_seconds: float, max_attempts: int
 ) -> LeaseAttempt:
@@ -57,34 +91,17 @@ def claim_llm_call_in(
     the lease only counts once it is visible to the other chains)."""
     now = utcnow()
     owner = uuid.uuid4().hex
-    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
-    stmt = (
-        update(_RUN)
-        .where(
-            and_(
-                _RUN.c.turn_id == turn_id,
-                _RUN.c.status == TurnStatus.running.value,
-                _RUN.c.llm_attempts < max_attempts,
-                free,
-            )
-        )
-        .values(
-            llm_attempts=_RUN.c.llm_attempts + 1,
-            llm_lease_until=now + timedelta(seconds=lease_seconds),
-            llm_lease_owner=owner,
-            stage="llm_call",
-            updated_at=now,
-        )
-        .returning(_RUN.c.llm_attempts)
-    )
-    row = conn.execute(stmt).first()
+    params = {
+        "p_turn_id": turn_id,
+        "p_max": max_attempts,
+        "p_now": now,
+        "p_until": now + timedelta(seconds=lease_seconds),
+        "p_owner": owner,
+    }
+    row = conn.execute(_CLAIM, params).first()
     if row is not None:
         return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
-    cur = conn.execute(
-        select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
-            _RUN.c.turn_id == turn_id
-        )
-    ).first()
+    cur = conn.execute(_LEASE_STATE, {"p_turn_id": turn_id}).first()
     if cur is None or cur.status != TurnStatus.running.value:
         return LeaseAttempt("not_running")
     until = cur.llm_lease_until
