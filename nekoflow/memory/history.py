@@ -26,6 +26,8 @@ from sqlalchemy import Integer, Row, Select, bindparam, insert, literal, select,
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session, col
 
 from nekoflow.errors import InputError
@@ -263,6 +265,13 @@ def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
     return list(session.scalars(stmt).all())
 
 
+_SAVE_TABLE: Any = Save.__table__  # type: ignore[attr-defined]
+_SET_LEAF = (
+    update(_SAVE_TABLE)
+    .where(_SAVE_TABLE.c.id == bindparam("p_save"))
+    .values(last_message_id=bindparam("p_leaf"), updated_at=bindparam("p_at"))
+)
+"""The save's new active leaf after a turn's lines (Core, built once)."""
 _LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
 _LINE_VALUES = tuple(c.name for c in _LINE_TABLE.c if c.name != "id")
 _LINE_INSERT = insert(_LINE_TABLE).returning(_LINE_TABLE.c.id)
@@ -337,12 +346,11 @@ def write_turn(
         line.id = conn.execute(_LINE_INSERT, values).scalar_one()  # the next line's parent
         make_transient_to_detached(line)  # as if loaded: a later add() does not insert it again
         parent = line.id
-    session.execute(
-        update(Save)
-        .where(col(Save.id) == save_id)
-        .values(last_message_id=parent, updated_at=stamp)
-        .execution_options(synchronize_session="evaluate")
-    )
+    conn.execute(_SET_LEAF, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
+    loaded = session.identity_map.get(identity_key(Save, save_id))
+    if loaded is not None:  # a Save this session holds sees its new leaf, as the row does
+        set_committed_value(loaded, "last_message_id", parent)
+        set_committed_value(loaded, "updated_at", stamp)
     return new_lines
 
 
