@@ -6,12 +6,13 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import func
+from sqlalchemy import func, insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
+from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.usage import LLMUsage
 from nekoflow.usage.meter import UsageEntry
 from nekoflow.usage.prices import Price, cost
@@ -45,26 +46,32 @@ def add_usage(
     user_id: str = "",
     character: str = "",
 ) -> int:
-    """Add usage rows in the caller's transaction (committed with the work they paid for)."""
-    day = today()
-    n = 0
-    for n, entry in enumerate(entries, start=1):
-        session.add(
-            LLMUsage(
-                day=day,
-                kind=kind,
-                turn_id=turn_id,
-                n=n,
-                channel=channel,
-                scope_id=scope_id,
-                user_id=user_id[:200],
-                character=character,
-                model=entry.model[:200],
-                prompt_tokens=entry.prompt_tokens,
-                completion_tokens=entry.completion_tokens,
-            )
-        )
-    return n
+    """Add usage rows in the caller's transaction (committed with the work they paid for):
+    one Core insert built once, not the ORM's unit of work, as it runs with every model call."""
+    day, now = today(), utcnow()
+    rows = [
+        {
+            "day": day,
+            "kind": kind,
+            "turn_id": turn_id,
+            "n": n,
+            "channel": channel,
+            "scope_id": scope_id,
+            "user_id": user_id[:200],
+            "character": character,
+            "model": entry.model[:200],
+            "prompt_tokens": entry.prompt_tokens,
+            "completion_tokens": entry.completion_tokens,
+            "created_at": now,
+        }
+        for n, entry in enumerate(entries, start=1)
+    ]
+    if rows:
+        session.connection().execute(_INSERT, rows)
+    return len(rows)
+
+
+_INSERT = insert(LLMUsage.__table__)  # type: ignore[attr-defined]
 
 
 def tokens_today(engine: Engine, dimension: str, value: str, *, day: str | None = None) -> int:

@@ -130,7 +130,11 @@ def _save_result(
         **run_fields,
     )
     if ok and also is not None:
-        also(session)
+        try:
+            also(session)
+        except IntegrityError:  # its rows exist: a concurrent run of the stage stored them
+            session.rollback()
+            return _required(deps, turn_id, stage, type(result))
     return _commit_result(session, deps, turn_id, stage, result, stored=ok)
 
 
