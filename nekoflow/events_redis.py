@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import redis
 
@@ -30,6 +30,17 @@ class RedisEventBus:
             self._r.publish(self.channel(event.type), event.to_json())
         except redis.RedisError:
             log.warning("could not publish %s to Redis", event.type, exc_info=True)
+
+    def emit_many(self, events: Sequence[Event]) -> None:
+        """Publish ``events`` in order in one round trip (a pipeline, not a transaction);
+        returns silently (after logging) if Redis is unreachable."""
+        try:
+            pipe = self._r.pipeline(transaction=False)
+            for event in events:
+                pipe.publish(self.channel(event.type), event.to_json())
+            pipe.execute()
+        except redis.RedisError:
+            log.warning("could not publish %d events to Redis", len(events), exc_info=True)
 
     def subscribe(self, pattern: str = "*") -> RedisSubscription:
         """Start receiving events whose type matches ``pattern`` (shell wildcards).

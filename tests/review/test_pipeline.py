@@ -273,3 +273,18 @@ def test_a_failing_async_event_bus_never_breaks_the_review() -> None:
         {"user_message": "谢谢"}
     )
     assert out.relationship_delta.trust == 1
+
+
+def test_an_llm_review_says_it_started_before_the_model_is_asked() -> None:
+    bus = RecordingEventBus()
+    seen_at_call: list[list[str]] = []
+
+    class Watching(FakeLLM):
+        def complete(self, messages: Sequence, **kwargs):
+            seen_at_call.append(list(bus.types))
+            return super().complete(messages, **kwargs)
+
+    llm = Watching(json.dumps(GOOD_LLM_REVIEW, ensure_ascii=False))
+    ReviewPipeline(mode="llm", event_bus=bus, llm=llm, autostate=InMemoryAutoState()).run(INP)
+    assert seen_at_call == [["review.started"]]
+    assert bus.types == list(REVIEW_EVENTS)

@@ -99,3 +99,18 @@ def test_get_review_pipeline_wires_redis_from_settings(
         assert redis_client.exists("wired:autostate:a:b:c")
     finally:
         get_settings.cache_clear()
+
+
+def test_a_review_publishes_its_five_events_and_an_outage_never_raises(
+    redis_client: redis.Redis,
+) -> None:
+    bus = RedisEventBus(redis_client, prefix="t")
+    before = redis_client.info("stats")["total_commands_processed"]
+    ReviewPipeline(event_bus=bus).run(ReviewInput(conversation_id="c", user_message="谢谢"))
+    # INFO counts each command of a pipeline: five PUBLISHes (plus the INFO itself)
+    assert redis_client.info("stats")["total_commands_processed"] - before == 6
+    dead = redis.Redis(
+        host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
+    )
+    out = ReviewPipeline(event_bus=RedisEventBus(dead)).run(ReviewInput(user_message="嗯"))
+    assert out.relationship_delta is not None
