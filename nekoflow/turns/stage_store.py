@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import instrumentation, make_transient_to_detached
+from sqlalchemy.orm import configure_mappers, instrumentation, make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
@@ -78,11 +78,15 @@ _LOAD_SQLITE = _load_statement(
 )
 """The turn's read, built once per dialect (``json_object_agg`` / ``json_group_object``)."""
 _NEW_RUN = instrumentation.manager_of_class(TurnRun).new_instance
+_MAPPED: list[bool] = []
 
 
 def run_from_row(values: Sequence[Any]) -> TurnRun:
     """A detached TurnRun from the turn_run columns of a Core row (in table order), as the ORM
     would load it but without its per-row cost: stages read their turn this way."""
+    if not _MAPPED:  # the ORM sets up its mappers on first use; this path does not use it
+        configure_mappers()
+        _MAPPED.append(True)
     run = _NEW_RUN()
     run.__dict__.update(zip(_RUN_COLUMNS, values, strict=True))
     make_transient_to_detached(run)

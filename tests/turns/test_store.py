@@ -229,3 +229,19 @@ def test_a_lease_released_between_the_claim_and_its_read_is_busy_not_used_up(
         second = claim_llm_call_in(conn, "a", lease_seconds=30, max_attempts=3)
     assert released and second.kind == "busy" and second.attempt == 1  # look again, not failed
     assert 0 < second.wait_seconds <= 1
+
+
+def test_a_fresh_process_reads_a_turn_row_before_any_orm_use() -> None:
+    """A worker's first task may read its turn through the Core path before the ORM has set
+    up its mappers (which it does on first use): the row still becomes a TurnRun."""
+    import subprocess
+    import sys
+
+    code = (
+        "from nekoflow.turns.stage_store import _RUN_COLUMNS, run_from_row\n"
+        "values = ['t1' if c == 'turn_id' else None for c in _RUN_COLUMNS]\n"
+        "print(run_from_row(values).turn_id)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "t1"
