@@ -25,6 +25,7 @@ from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import TurnRun, TurnStage, TurnStageRun
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -47,8 +48,9 @@ def load_turn_in(
 ) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
     """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
     saving a transaction); the run row comes back detached."""
-    stmt = _LOAD_PG if session.get_bind().dialect.name == "postgresql" else _LOAD_SQLITE
-    row = session.connection().execute(stmt, {"p_turn_id": turn_id}).first()
+    conn = session.connection()
+    stmt = _LOAD_PG if conn.dialect.name == "postgresql" else _LOAD_SQLITE
+    row = stmt.first(conn, {"p_turn_id": turn_id})
     if row is None:
         return None, {}
     run = run_from_row(row[:-1])
@@ -70,11 +72,13 @@ def _load_statement(results: Any) -> Any:
     )
 
 
-_LOAD_PG = _load_statement(
-    func.json_object_agg(_STAGE_TABLE.c.stage, _STAGE_TABLE.c.result, type_=JSON)
+_LOAD_PG = FastStatement(
+    _load_statement(func.json_object_agg(_STAGE_TABLE.c.stage, _STAGE_TABLE.c.result, type_=JSON))
 )
-_LOAD_SQLITE = _load_statement(
-    func.json_group_object(_STAGE_TABLE.c.stage, func.json(_STAGE_TABLE.c.result), type_=JSON)
+_LOAD_SQLITE = FastStatement(
+    _load_statement(
+        func.json_group_object(_STAGE_TABLE.c.stage, func.json(_STAGE_TABLE.c.result), type_=JSON)
+    )
 )
 """The turn's read, built once per dialect (``json_object_agg`` / ``json_group_object``)."""
 _NEW_RUN = instrumentation.manager_of_class(TurnRun).new_instance
@@ -123,7 +127,7 @@ def put_stage(
         fields = tuple(sorted(run_fields))
         params = {"p_turn_id": turn_id, "p_stage": stage, "p_result": result, "p_now": now}
         params |= {f"p_f_{f}": run_fields[f] for f in fields}
-        stored = session.execute(_put_stage_pg(fields, async_commit), params).first()
+        stored = _put_stage_pg(fields, async_commit).first(session.connection(), params)
         if stored is None:
             return False
         STAGE_COUNTED.set(True)
@@ -208,7 +212,7 @@ def _put_stage_pg(fields: tuple[str, ...], async_commit: bool) -> Any:
     what: list[Any] = [ins.c.stage]
     if async_commit:
         what.append(func.set_config("synchronous_commit", "off", True))
-    return sa_select(*what).add_cte(progress).add_cte(counted)
+    return FastStatement(sa_select(*what).add_cte(progress).add_cte(counted))
 
 
 STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
