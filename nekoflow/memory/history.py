@@ -288,7 +288,6 @@ def write_turn(
     role_id: int | None,
     display_name: str | None,
     now: datetime | None = None,
-    look_first: bool = True,
 ) -> list[Line]:
     """Append one turn under the save's active leaf and make its last line the new leaf.
 
@@ -298,8 +297,6 @@ def write_turn(
     has lines of that turn they are returned unchanged and nothing is written. The save row is
     locked first, so concurrent writers of one save serialise. An empty ``user_lines`` with
     segments is a regenerated reply (a sibling, after :func:`set_active_leaf` on the user line).
-    ``look_first=False`` skips looking for the turn's lines: for a caller whose transaction
-    rolls back anyway when the turn was written concurrently (its stage result conflicts).
     """
     turn_id = _TurnId(turn_id=turn_id).turn_id
     users = _USER_LINES.validate_python(list(user_lines))
@@ -308,8 +305,10 @@ def write_turn(
         raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
 
     leaf = _lock_save(session, save_id)
-    existing = _turn_lines(session, save_id, turn_id) if look_first else []
-    if existing:  # written before, or by the lock's winner
+    # Written before, by the lock's winner, or by a supersede (``flow.store.supersede_running``
+    # keeps a superseded turn's user lines, outside any stage result): never twice.
+    existing = _turn_lines(session, save_id, turn_id)
+    if existing:
         return existing
     stamp = now or utcnow()
 

@@ -233,3 +233,38 @@ def test_two_concurrent_memory_builds_of_a_turn_write_its_lines_once(deps, monke
         assert [line.attribute for line in lines].count("user") == 1
     monkeypatch.undo()
     assert STAGE_FUNCS["memory_build"](deps, handle.turn_id) == results[0]  # a retry: stored
+
+
+def test_a_supersede_landing_while_memory_build_runs_leaves_the_user_line_once(
+    deps, monkeypatch
+) -> None:
+    """``on_busy = interrupt`` keeps a superseded turn's user line (outside any stage result):
+    a memory_build that read the turn before the supersede committed must find that line, not
+    write it again (on SQLite its stale snapshot fails instead, and the retry sees the turn
+    superseded)."""
+    import contextlib
+
+    from sqlalchemy.exc import OperationalError
+
+    from nekoflow.flow import store as flow_store
+    from nekoflow.turns.stages import memory as memory_stage
+
+    handle = submit_turn(deps, "web", web_event("等一下,我还没说完"))
+    for stage in ("dispatch", "before_turn", "llm_call"):
+        STAGE_FUNCS[stage](deps, handle.turn_id)
+    real = memory_stage.write_turn
+
+    def supersede_first(*args, **kwargs):
+        with Session(deps.engine) as s:
+            scope = s.get(TurnRun, handle.turn_id).scope_id
+        assert flow_store.supersede_running(deps.engine, scope) == handle.turn_id
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_stage, "write_turn", supersede_first)
+    with contextlib.suppress(OperationalError):  # SQLite: the snapshot it read is stale
+        STAGE_FUNCS["memory_build"](deps, handle.turn_id)
+    with Session(deps.engine) as s:
+        users = s.exec(
+            select(Line).where(Line.turn_id == handle.turn_id, Line.attribute == "user")
+        ).all()
+        assert [line.content for line in users] == ["等一下,我还没说完"]

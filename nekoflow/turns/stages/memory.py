@@ -47,9 +47,6 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             role_id=d.role_id,
             display_name=d.role_name,
             now=d.sent_at,
-            # Lines written by a concurrent run commit with its stage result: ours then
-            # conflicts at put_stage and this transaction rolls back, lines and all.
-            look_first=False,
         )
         result = MemoryBuildResult(
             line_ids=[line.id for line in lines if line.id is not None],
