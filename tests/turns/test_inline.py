@@ -192,9 +192,9 @@ def test_only_entries_that_reach_the_prompt_count_as_injected(deps, role) -> Non
 
 
 def test_two_concurrent_memory_builds_of_a_turn_write_its_lines_once(deps, monkeypatch) -> None:
-    """Both runs read the turn before either stores: the loser writes its lines, conflicts at
-    its stage result and rolls back (or, on SQLite, fails to upgrade its snapshot and is
-    retried by the runner), so the dialogue holds the turn once and both see one result."""
+    """Both runs read the turn before either stores: the loser finds the winner's lines under
+    the save's lock, conflicts at its stage result and rolls back (or, on SQLite, fails to
+    upgrade its snapshot and is retried by the runner): the dialogue holds the turn once."""
     import threading
 
     from sqlalchemy.exc import OperationalError
