@@ -68,6 +68,14 @@ class _TurnId(BaseModel):
     turn_id: str = Field(min_length=1, max_length=128)
 
 
+def _check_scope_id(scope_id: object) -> None:
+    """A save's scope id is a non-empty string of at most 512 characters (else InputError)."""
+    if not isinstance(scope_id, str) or not scope_id or len(scope_id) > 512:
+        raise InputError(
+            "scope_id must be a non-empty string of at most 512 chars", field="scope_id"
+        )
+
+
 def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save:
     """The save of ``role_id`` in ``scope_id``, created if missing; safe under concurrent workers.
 
@@ -75,10 +83,7 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     then a re-read: a worker that loses the race reads the winner's row instead of failing, and
     no IntegrityError ever aborts the caller's transaction. An unknown role raises InputError.
     """
-    if not isinstance(scope_id, str) or not scope_id or len(scope_id) > 512:
-        raise InputError(
-            "scope_id must be a non-empty string of at most 512 chars", field="scope_id"
-        )
+    _check_scope_id(scope_id)
     stmt = select(Save).where(col(Save.role_id) == role_id, col(Save.scope_id) == scope_id)
     save = session.scalars(stmt).first()
     if save is not None:
@@ -112,11 +117,11 @@ def save_and_leaf_time(
     """The save of ``role_id`` in ``scope_id`` (created if missing, as
     :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
     existing save is one statement."""
-    if isinstance(scope_id, str) and scope_id and len(scope_id) <= 512:
-        params = {"p_role": role_id, "p_scope": scope_id}
-        row = session.execute(_SAVE_AND_LEAF_TIME, params).first()
-        if row is not None:
-            return row[0], row[1]
+    _check_scope_id(scope_id)
+    params = {"p_role": role_id, "p_scope": scope_id}
+    row = session.execute(_SAVE_AND_LEAF_TIME, params).first()
+    if row is not None:
+        return row[0], row[1]
     return get_or_create_save(session, role_id=role_id, scope_id=scope_id), None
 
 

@@ -31,7 +31,7 @@ def _lock_statement() -> Any:
     return (
         update(_RUN)
         .where(_RUN.c.turn_id == bindparam("p_turn_id"), _RUN.c.status == TurnStatus.running.value)
-        .values(updated_at=bindparam("p_now"))
+        .values(updated_at=bindparam("p_now", type_=_RUN.c.updated_at.type))
     )
 
 
@@ -41,12 +41,16 @@ _LOCK_AND_LEDGER_PG = (
     .from_select(
         ["turn_id", "applied_at"],
         sa_select(
-            literal_column("locked.turn_id"), bindparam("p_at", type_=_LEDGER.c.applied_at.type)
+            literal_column("locked.turn_id"), bindparam("p_now", type_=_LEDGER.c.applied_at.type)
         ).select_from(_lock_statement().returning(_RUN.c.turn_id).cte("locked")),
     )
     .returning(_LEDGER.c.turn_id)
 )
 """PostgreSQL: lock the running turn and insert its ledger row in one statement."""
+_LEDGER_INSERT = insert(_LEDGER).values(
+    turn_id=bindparam("p_turn_id"), applied_at=bindparam("p_now", type_=_LEDGER.c.applied_at.type)
+)
+"""SQLite: the ledger row, after :data:`_LOCK` (both built once)."""
 
 
 def lock_with_ledger(session: Session, turn_id: str, now: datetime) -> bool:
@@ -54,12 +58,12 @@ def lock_with_ledger(session: Session, turn_id: str, now: datetime) -> bool:
     written) when it is not running. Raises IntegrityError when the ledger row exists (the
     deltas were applied by a concurrent delivery)."""
     conn = session.connection()
+    params = {"p_turn_id": turn_id, "p_now": now}
     if conn.dialect.name == "postgresql":
-        params = {"p_turn_id": turn_id, "p_now": now, "p_at": now}
         return conn.execute(_LOCK_AND_LEDGER_PG, params).first() is not None
-    if not conn.execute(_LOCK, {"p_turn_id": turn_id, "p_now": now}).rowcount:
+    if not conn.execute(_LOCK, params).rowcount:
         return False
-    conn.execute(insert(_LEDGER).values(turn_id=turn_id, applied_at=now))
+    conn.execute(_LEDGER_INSERT, params)
     return True
 
 
