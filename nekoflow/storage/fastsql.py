@@ -9,7 +9,8 @@ the caller's SQLAlchemy connection — inside its transaction. Errors come back 
 ``DBAPIError`` subclasses, and a lost connection is invalidated as SQLAlchemy would.
 
 PostgreSQL (psycopg) only; on other dialects :meth:`FastStatement.rows` runs the statement
-through SQLAlchemy as usual. Statements with expanding (``IN``) parameters are not supported.
+through SQLAlchemy as usual. An expanding (``IN``) parameter must carry its values in the
+statement (a constant list, expanded once at compile time); one given per call is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.orm import Session
 
 Processor = Callable[[Any], Any]
 
@@ -31,6 +33,10 @@ class _Compiled:
     compiled: Any
     sql: str
     binds: tuple[tuple[str, Processor], ...]
+    #: Processed values of the constant expanding parameters, keyed as in ``sql``.
+    constants: dict[str, Any]
+    expanding: tuple[str, ...]
+    #: Result column processors, known after the first run (``()`` when none is needed).
     results: tuple[Processor | None, ...] | None = None
 
 
@@ -44,13 +50,25 @@ class FastStatement:
     def _compile(self, dialect: Dialect) -> _Compiled:
         compiled = self.statement.compile(dialect=dialect)
         binds: dict[str, Processor] = {}
+        expanding: dict[str, Any] = {}
         for bind, name in compiled.bind_names.items():
-            if bind.expanding:
-                raise ValueError(f"{name}: expanding parameters are not supported here")
             proc = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if proc is not None:  # one per name: a key used in several places is one value
+            if bind.expanding:
+                if bind.value is None or bind.callable is not None:
+                    raise ValueError(f"{name}: an expanding parameter needs constant values")
+                expanding[name] = proc
+            elif proc is not None:  # one per name: a key used in several places is one value
                 binds.setdefault(name, proc)
-        found = _Compiled(compiled, compiled.string, tuple(binds.items()))
+        sql, constants = compiled.string, {}
+        if expanding:  # IN (…) of constants: expanded once, its values processed once
+            placeholders = {n: None for n in compiled.bind_names.values() if n not in expanding}
+            state = compiled.construct_expanded_state(placeholders)
+            sql = state.statement
+            for name, proc in expanding.items():
+                for key in state.parameter_expansion[name]:
+                    value = state.parameters[key]
+                    constants[key] = value if proc is None else proc(value)
+        found = _Compiled(compiled, sql, tuple(binds.items()), constants, tuple(expanding))
         self._by_dialect[dialect.name] = found
         return found
 
@@ -59,28 +77,41 @@ class FastStatement:
     ) -> tuple[Processor | None, ...]:
         """The result columns' processors, for the driver's column types (known once run)."""
         if c.results is None:
-            c.results = tuple(
+            procs = tuple(
                 col.type.dialect_impl(dialect).result_processor(dialect, desc[1])
                 for col, desc in zip(self.statement.exported_columns, description, strict=True)
             )
+            c.results = procs if any(procs) else ()  # () when no column needs processing
         return c.results
 
-    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Sequence[Any]]:
-        """Every row the statement returns, its values processed as SQLAlchemy would."""
+    def rows(self, bind: Connection | Session, params: Mapping[str, Any]) -> list[Sequence[Any]]:
+        """Every row the statement returns (plain tuples), its values processed as SQLAlchemy
+        would; ``bind``: a Connection, or a Session (its connection, in its transaction)."""
+        conn = bind.connection() if isinstance(bind, Session) else bind
         dialect = conn.dialect
         if dialect.name != "postgresql":
-            return list(conn.execute(self.statement, dict(params)).all())
+            result = conn.execute(self.statement, dict(params))
+            return [tuple(row) for row in result] if result.returns_rows else []
         c = self._by_dialect.get(dialect.name) or self._compile(dialect)
         args = c.compiled.construct_params(params)
         for name, proc in c.binds:
             args[name] = proc(args[name])
+        if c.expanding:
+            for name in c.expanding:
+                del args[name]
+            args.update(c.constants)
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None
         cursor = dbapi.cursor()
         try:
             cursor.execute(c.sql, args)
-            description = cursor.description
-            raw = cursor.fetchall() if description is not None else []
+            # ``pgresult.nfields``, not ``description``: psycopg builds a Column object per
+            # column on every ``description`` read (30 for the turn row), needed only once.
+            result = cursor.pgresult
+            raw = cursor.fetchall() if result is not None and result.nfields else []
+            procs = c.results
+            if raw and procs is None:
+                procs = self._result_processors(c, dialect, cursor.description)
         except dialect.loaded_dbapi.Error as error:
             lost = dialect.is_disconnect(error, dbapi, cursor)
             if lost:
@@ -95,16 +126,18 @@ class FastStatement:
             ) from error
         finally:
             cursor.close()
-        if not raw:
-            return raw
-        procs = self._result_processors(c, dialect, description)
-        if not any(procs):
+        if not raw or not procs:
             return raw
         return [
             tuple(v if p is None else p(v) for v, p in zip(row, procs, strict=True)) for row in raw
         ]
 
-    def first(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Any] | None:
+    def first(self, bind: Connection | Session, params: Mapping[str, Any]) -> Sequence[Any] | None:
         """The first row, or None."""
-        rows = self.rows(conn, params)
+        rows = self.rows(bind, params)
         return rows[0] if rows else None
+
+    def scalar(self, bind: Connection | Session, params: Mapping[str, Any]) -> Any:
+        """The first column of the first row, or None when there is no row."""
+        rows = self.rows(bind, params)
+        return rows[0][0] if rows else None

@@ -66,6 +66,36 @@ def test_writes_join_the_callers_transaction(engine: Engine) -> None:
         assert s.get(TurnRun, "t2").reason is None  # type: ignore[union-attr]
 
 
+def test_constant_in_lists_expand_once_and_a_session_is_a_bind(engine: Engine) -> None:
+    for turn_id, status in [("a1", TurnStatus.done), ("a2", TurnStatus.queued)]:
+        _turn(engine, turn_id)
+        with Session(engine) as s:
+            s.execute(update(RUN).where(RUN.c.turn_id == turn_id).values(status=status))
+            s.commit()
+    stmt = (
+        select(RUN.c.turn_id)
+        .where(RUN.c.turn_id.in_(["a1", "a2"]), RUN.c.status.not_in(["done", "failed"]))
+        .order_by(RUN.c.turn_id)
+    )
+    fast = FastStatement(stmt)
+    with Session(engine) as s:
+        assert fast.rows(s, {}) == [("a2",)] == fast.rows(s, {})
+        assert fast.scalar(s, {}) == "a2"
+        assert FastStatement(stmt.where(RUN.c.turn_id == "zz")).scalar(s, {}) is None
+
+
+@pytest.mark.parametrize(
+    "db_url",
+    [pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL"))],
+    indirect=True,
+)
+def test_an_in_list_given_per_call_is_refused(engine: Engine) -> None:
+    """On PostgreSQL only: elsewhere the statement runs through SQLAlchemy, which expands it."""
+    fast = FastStatement(select(RUN.c.turn_id).where(RUN.c.turn_id.in_(bindparam("p_ids"))))
+    with engine.connect() as conn, pytest.raises(ValueError, match="p_ids"):
+        fast.rows(conn, {"p_ids": ["a"]})
+
+
 def test_a_constraint_violation_is_sqlalchemys_integrity_error(engine: Engine) -> None:
     _turn(engine, "t3")
     fast = FastStatement(
