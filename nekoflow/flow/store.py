@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 from nekoflow.flow.policy import FlowPolicy
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import FINISHED, TurnMessage, TurnRun, TurnStatus
 
 _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -122,7 +123,7 @@ def create_or_merge(
         return row, None
 
 
-_MERGED = (
+_MERGED = FastStatement(
     select(TurnMessage.request, TurnMessage.created_at)
     .where(TurnMessage.turn_id == bindparam("p_turn_id"))
     .order_by(col(TurnMessage.id))
@@ -137,10 +138,10 @@ def merged_requests(
     ``session``'s transaction when given)."""
     params = {"p_turn_id": turn_id}
     if session is not None:
-        rows = session.execute(_MERGED, params).all()
+        rows = _MERGED.rows(session, params)
     else:
         with read_session(engine) as s:
-            rows = s.execute(_MERGED, params).all()
+            rows = _MERGED.rows(s, params)
     return [(dict(r), at) for r, at in rows]
 
 

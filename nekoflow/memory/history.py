@@ -33,6 +33,7 @@ from sqlmodel import Session, col
 from nekoflow.errors import InputError
 from nekoflow.memory.reply import ReplySegment
 from nekoflow.storage.dialogue import Line, Role, Save, utcnow
+from nekoflow.storage.fastsql import FastStatement, detached
 
 __all__ = [
     "UserLineIn",
@@ -103,26 +104,27 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     return session.scalars(stmt).one()
 
 
-_SAVE_AND_LEAF_TIME = (
-    select(Save, col(Line.created_at))
+_SAVE_AND_LEAF_TIME = FastStatement(
+    select(col(Save.id), col(Line.created_at))
     .outerjoin(Line, col(Line.id) == col(Save.last_message_id))
     .where(col(Save.role_id) == bindparam("p_role"), col(Save.scope_id) == bindparam("p_scope"))
 )
-"""A save and its last line's time (built once)."""
+"""A save's id and its last line's time (built once)."""
 
 
 def save_and_leaf_time(
     session: Session, *, role_id: int, scope_id: str
-) -> tuple[Save, datetime | None]:
-    """The save of ``role_id`` in ``scope_id`` (created if missing, as
+) -> tuple[int, datetime | None]:
+    """The id of the save of ``role_id`` in ``scope_id`` (created if missing, as
     :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
     existing save is one statement."""
     _check_scope_id(scope_id)
-    params = {"p_role": role_id, "p_scope": scope_id}
-    row = session.execute(_SAVE_AND_LEAF_TIME, params).first()
+    row = _SAVE_AND_LEAF_TIME.first(session, {"p_role": role_id, "p_scope": scope_id})
     if row is not None:
-        return row[0], row[1]
-    return get_or_create_save(session, role_id=role_id, scope_id=scope_id), None
+        return int(row[0]), row[1]
+    save = get_or_create_save(session, role_id=role_id, scope_id=scope_id)
+    assert save.id is not None
+    return save.id, None
 
 
 @cache
@@ -241,12 +243,11 @@ def load_history_naive(session: Session, save_id: int) -> list[Line]:
     return list(reversed(history))
 
 
-_LOCK_SAVE = (
-    update(Save)
+_LOCK_SAVE = FastStatement(
+    update(Save.__table__)  # type: ignore[attr-defined]
     .where(col(Save.id) == bindparam("p_save"))
     .values(updated_at=Save.updated_at)
     .returning(col(Save.last_message_id))
-    .execution_options(synchronize_session=False)
 )
 """The save's no-op UPDATE (built once)."""
 
@@ -254,33 +255,42 @@ _LOCK_SAVE = (
 def _lock_save(session: Session, save_id: int) -> int | None:
     """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
     returns the save's active leaf as it is under the lock."""
-    result: Any = session.execute(_LOCK_SAVE, {"p_save": save_id})
-    row = result.first()
+    row = _LOCK_SAVE.first(session, {"p_save": save_id})
     if row is None:
         raise InputError(f"save {save_id!r} does not exist", field="save_id")
     return row[0]
 
 
-def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
-    stmt = (
-        select(Line)
-        .where(col(Line.save_id) == save_id, col(Line.turn_id) == turn_id)
-        .order_by(col(Line.id))
+_LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
+_TURN_LINES = FastStatement(
+    select(*_LINE_TABLE.c)
+    .where(
+        _LINE_TABLE.c.save_id == bindparam("p_save"), _LINE_TABLE.c.turn_id == bindparam("p_turn")
     )
-    return list(session.scalars(stmt).all())
+    .order_by(_LINE_TABLE.c.id)
+)
+
+
+def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
+    """The lines ``turn_id`` wrote in the save, oldest first (detached)."""
+    rows = _TURN_LINES.rows(session, {"p_save": save_id, "p_turn": turn_id})
+    return [detached(Line, row) for row in rows]
 
 
 _SAVE_TABLE: Any = Save.__table__  # type: ignore[attr-defined]
-_SET_LEAF = (
+_SET_LEAF = FastStatement(
     update(_SAVE_TABLE)
     .where(_SAVE_TABLE.c.id == bindparam("p_save"))
     .values(last_message_id=bindparam("p_leaf"), updated_at=bindparam("p_at"))
 )
 """The save's new active leaf after a turn's lines (Core, built once)."""
-_LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
 _LINE_VALUES = tuple(c.name for c in _LINE_TABLE.c if c.name != "id")
-_LINE_INSERT = insert(_LINE_TABLE).returning(_LINE_TABLE.c.id)
-"""One dialogue line, its id back (built once; executed with every column but ``id``)."""
+_LINE_INSERT = FastStatement(
+    insert(_LINE_TABLE)
+    .values({name: bindparam(name, type_=_LINE_TABLE.c[name].type) for name in _LINE_VALUES})
+    .returning(_LINE_TABLE.c.id)
+)
+"""One dialogue line, its id back (built once; bind parameters named as the columns)."""
 
 
 def write_turn(
@@ -343,14 +353,13 @@ def write_turn(
         for s in segments
     ]
     parent = leaf
-    conn = session.connection()
     for line in new_lines:  # Core inserts (the ORM's unit of work per line costs more)
         line.parent_line_id = parent
         values = {name: getattr(line, name) for name in _LINE_VALUES}
-        line.id = conn.execute(_LINE_INSERT, values).scalar_one()  # the next line's parent
+        line.id = _LINE_INSERT.scalar(session, values)  # the next line's parent
         make_transient_to_detached(line)  # as if loaded: a later add() does not insert it again
         parent = line.id
-    conn.execute(_SET_LEAF, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
+    _SET_LEAF.rows(session, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
     loaded = session.identity_map.get(identity_key(Save, save_id))
     if loaded is not None:  # a Save this session holds sees its new leaf, as the row does
         set_committed_value(loaded, "last_message_id", parent)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Dialect
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, configure_mappers, instrumentation, make_transient_to_detached
 
 Processor = Callable[[Any], Any]
+T = TypeVar("T")
 
 
 @dataclass
@@ -36,6 +37,10 @@ class _Compiled:
     #: Processed values of the constant expanding parameters, keyed as in ``sql``.
     constants: dict[str, Any]
     expanding: tuple[str, ...]
+    #: Whether the statement declares result columns (a SELECT, a DML ``… RETURNING``).
+    returns: bool
+    #: Columns an INSERT/UPDATE fills from their Python-side default when not given.
+    defaults: tuple[tuple[str, Any], ...]
     #: Result column processors, known after the first run (``()`` when none is needed).
     results: tuple[Processor | None, ...] | None = None
 
@@ -68,7 +73,19 @@ class FastStatement:
                 for key in state.parameter_expansion[name]:
                     value = state.parameters[key]
                     constants[key] = value if proc is None else proc(value)
-        found = _Compiled(compiled, sql, tuple(binds.items()), constants, tuple(expanding))
+        returns = bool(self.statement.exported_columns)
+        defaults = tuple(
+            (column.key, default)
+            for columns, attr in (
+                (compiled.insert_prefetch, "default"),
+                (compiled.update_prefetch, "onupdate"),
+            )
+            for column in columns
+            if (default := getattr(column, attr)) is not None
+        )
+        found = _Compiled(
+            compiled, sql, tuple(binds.items()), constants, tuple(expanding), returns, defaults
+        )
         self._by_dialect[dialect.name] = found
         return found
 
@@ -94,6 +111,9 @@ class FastStatement:
             return [tuple(row) for row in result] if result.returns_rows else []
         c = self._by_dialect.get(dialect.name) or self._compile(dialect)
         args = c.compiled.construct_params(params)
+        for name, default in c.defaults:  # as SQLAlchemy's execution context would
+            if name not in params:
+                args[name] = default.arg if default.is_scalar else default.arg(None)
         for name, proc in c.binds:
             args[name] = proc(args[name])
         if c.expanding:
@@ -107,8 +127,11 @@ class FastStatement:
             cursor.execute(c.sql, args)
             # ``pgresult.nfields``, not ``description``: psycopg builds a Column object per
             # column on every ``description`` read (30 for the turn row), needed only once.
+            # A DML statement without RETURNING returns nothing here (SQLAlchemy may have
+            # compiled an implicit RETURNING of the primary key into it: ignored).
             result = cursor.pgresult
-            raw = cursor.fetchall() if result is not None and result.nfields else []
+            returns = c.returns and result is not None and result.nfields
+            raw = cursor.fetchall() if returns else []
             procs = c.results
             if raw and procs is None:
                 procs = self._result_processors(c, dialect, cursor.description)
@@ -141,3 +164,20 @@ class FastStatement:
         """The first column of the first row, or None when there is no row."""
         rows = self.rows(bind, params)
         return rows[0][0] if rows else None
+
+
+def detached(cls: type[T], row: Sequence[Any]) -> T:
+    """A detached instance of the mapped ``cls`` from a row of its table's columns (in table
+    order), as the ORM would load it but without its per-row cost."""
+    configure_mappers()  # the ORM's first use would (a no-op once done: ~1 µs)
+    manager = instrumentation.manager_of_class(cls)
+    obj = manager.new_instance()
+    names = _COLUMN_NAMES.get(cls)
+    if names is None:
+        names = _COLUMN_NAMES[cls] = tuple(c.key for c in manager.mapper.columns)
+    obj.__dict__.update(zip(names, row, strict=True))
+    make_transient_to_detached(obj)
+    return obj
+
+
+_COLUMN_NAMES: dict[type, tuple[str, ...]] = {}

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, RelationshipDelta, clamp_dimension
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import DeltaLedger, Relationship, TurnRun, TurnStatus
 from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
 
@@ -36,7 +37,7 @@ def _lock_statement() -> Any:
 
 
 _LOCK = _lock_statement()
-_LOCK_AND_LEDGER_PG = (
+_LOCK_AND_LEDGER_PG = FastStatement(
     insert(_LEDGER)
     .from_select(
         ["turn_id", "applied_at"],
@@ -60,7 +61,7 @@ def lock_with_ledger(session: Session, turn_id: str, now: datetime) -> bool:
     conn = session.connection()
     params = {"p_turn_id": turn_id, "p_now": now}
     if conn.dialect.name == "postgresql":
-        return conn.execute(_LOCK_AND_LEDGER_PG, params).first() is not None
+        return _LOCK_AND_LEDGER_PG.first(conn, params) is not None
     if not conn.execute(_LOCK, params).rowcount:
         return False
     conn.execute(_LEDGER_INSERT, params)
@@ -96,7 +97,7 @@ def _bump_statement(dialect: str) -> Any:
     ).returning(*(_REL.c[dim] for dim in RELATIONSHIP_DIMENSIONS), _REL.c.turns)
 
 
-_BUMP = {d: _bump_statement(d) for d in ("postgresql", "sqlite")}
+_BUMP = {d: FastStatement(_bump_statement(d)) for d in ("postgresql", "sqlite")}
 
 
 def bump_relationship(
@@ -117,6 +118,6 @@ def bump_relationship(
         base = clamp_dimension(start.get(dim, DEFAULT_RELATIONSHIP[dim]))
         params[f"p_start_{dim}"] = clamp_dimension(base + moves[dim])
         params[f"p_delta_{dim}"] = moves[dim]
-    conn = session.connection()
-    row = conn.execute(_BUMP[conn.dialect.name], params).one()
+    row = _BUMP[session.get_bind().dialect.name].first(session, params)
+    assert row is not None  # an upsert returns its row
     return dict(zip(RELATIONSHIP_DIMENSIONS, (int(v) for v in row[:-1]), strict=True)), int(row[-1])

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
+from sqlmodel import Session
 
 from nekoflow.errors import InputError
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, clamp_dimension
 from nekoflow.storage.dialogue import Role
+from nekoflow.storage.fastsql import FastStatement
 
 DEFAULT_RELATIONSHIP: dict[str, int] = {
     "affection": 50,
@@ -89,18 +92,32 @@ def initial_relationship(role: Role) -> dict[str, int]:
 
 def resolve_role(session: Session, character_id: str | None) -> Role | None:
     """The Role for a dispatcher character id: a numeric id, else a name; None → the first role."""
+    found = role_id_and_name(session, character_id)
+    return None if found is None else session.get(Role, found[0])
+
+
+def role_id_and_name(session: Session, character_id: str | None) -> tuple[int, str] | None:
+    """:func:`resolve_role`'s id and name only (what dispatch needs: never the card)."""
     if character_id not in (None, ""):
         text = str(character_id).strip()
-        if text.isdigit():
-            role = session.get(Role, int(text))
-            if role is not None:
-                return role
-        return session.exec(
-            select(Role).where(Role.name == text).order_by(col(Role.id)).limit(1)
-        ).first()
-    return session.exec(_FIRST_ROLE).first()
+        row = _ROLE_BY_ID.first(session, {"p_id": int(text)}) if text.isdigit() else None
+        if row is None:
+            row = _ROLE_BY_NAME.first(session, {"p_name": text})
+    else:
+        row = _FIRST_ROLE.first(session, {})
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
-_FIRST_ROLE = select(Role).order_by(col(Role.id)).limit(1)
-"""The default character (built once). LIMIT 1: without it every role, cards included,
-would cross the wire on every turn."""
+_ROLE: Any = Role.__table__  # type: ignore[attr-defined]
+_ROLE_BY_ID = FastStatement(
+    sa_select(_ROLE.c.id, _ROLE.c.name).where(_ROLE.c.id == bindparam("p_id"))
+)
+_ROLE_BY_NAME = FastStatement(
+    sa_select(_ROLE.c.id, _ROLE.c.name)
+    .where(_ROLE.c.name == bindparam("p_name"))
+    .order_by(_ROLE.c.id)
+    .limit(1)
+)
+_FIRST_ROLE = FastStatement(sa_select(_ROLE.c.id, _ROLE.c.name).order_by(_ROLE.c.id).limit(1))
+"""The default character (built once). LIMIT 1: without it every role would cross the wire
+on every turn."""

@@ -21,6 +21,7 @@ from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import TurnRun, TurnStatus
 
 _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -77,9 +78,11 @@ def _claim_statement() -> Any:
     )
 
 
-_CLAIM = _claim_statement()
-_LEASE_STATE = select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
-    _RUN.c.turn_id == bindparam("p_turn_id")
+_CLAIM = FastStatement(_claim_statement())
+_LEASE_STATE = FastStatement(
+    select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
+        _RUN.c.turn_id == bindparam("p_turn_id")
+    )
 )
 """Built once: the claim runs before every model call."""
 
@@ -98,25 +101,23 @@ def claim_llm_call_in(
         "p_until": now + timedelta(seconds=lease_seconds),
         "p_owner": owner,
     }
-    row = conn.execute(_CLAIM, params).first()
+    row = _CLAIM.first(conn, params)
     if row is not None:
         return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
-    cur = conn.execute(_LEASE_STATE, {"p_turn_id": turn_id}).first()
-    if cur is None or cur.status != TurnStatus.running.value:
+    cur = _LEASE_STATE.first(conn, {"p_turn_id": turn_id})
+    if cur is None or cur[0] != TurnStatus.running.value:
         return LeaseAttempt("not_running")
-    until = cur.llm_lease_until
+    attempts, until = int(cur[1]), cur[2]
     if until is not None and until.tzinfo is None:
         until = until.replace(tzinfo=now.tzinfo)
     if until is not None and until >= now:
-        return LeaseAttempt(
-            "busy", attempt=cur.llm_attempts, wait_seconds=(until - now).total_seconds()
-        )
-    if cur.llm_attempts < max_attempts:
+        return LeaseAttempt("busy", attempt=attempts, wait_seconds=(until - now).total_seconds())
+    if attempts < max_attempts:
         # The lease was held when the UPDATE ran and released before this read: the other
         # chain's call has just ended (its answer may be stored now). Look again shortly —
         # never report attempts as used up that are not.
-        return LeaseAttempt("busy", attempt=cur.llm_attempts, wait_seconds=0.2)
-    return LeaseAttempt("exhausted", attempt=cur.llm_attempts)
+        return LeaseAttempt("busy", attempt=attempts, wait_seconds=0.2)
+    return LeaseAttempt("exhausted", attempt=attempts)
 
 
 def renew_llm_lease(engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> bool:

@@ -20,12 +20,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import configure_mappers, instrumentation, make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import FastStatement, detached
 from nekoflow.storage.turns import TurnRun, TurnStage, TurnStageRun
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -81,17 +80,12 @@ _LOAD_SQLITE = FastStatement(
     )
 )
 """The turn's read, built once per dialect (``json_object_agg`` / ``json_group_object``)."""
-_NEW_RUN = instrumentation.manager_of_class(TurnRun).new_instance
 
 
 def run_from_row(values: Sequence[Any]) -> TurnRun:
-    """A detached TurnRun from the turn_run columns of a Core row (in table order), as the ORM
-    would load it but without its per-row cost: stages read their turn this way."""
-    configure_mappers()  # the ORM's first use would (a no-op once done: ~1 µs)
-    run = _NEW_RUN()
-    run.__dict__.update(zip(_RUN_COLUMNS, values, strict=True))
-    make_transient_to_detached(run)
-    return run
+    """A detached TurnRun from the turn_run columns of a Core row (in table order): stages
+    read their turn this way."""
+    return detached(TurnRun, values)
 
 
 def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:

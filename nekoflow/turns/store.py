@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import (
     FINISHED,
     ScopeCounter,
@@ -63,15 +64,15 @@ def _next_seq_statement(dialect: str) -> Any:
     )
 
 
-_NEXT_SEQ = {dialect: _next_seq_statement(dialect) for dialect in ("postgresql", "sqlite")}
+_NEXT_SEQ = {d: FastStatement(_next_seq_statement(d)) for d in ("postgresql", "sqlite")}
 """Built once per dialect: building it on every enqueue cost more than running it."""
 
 
 def _next_seq(session: Session, scope_id: str) -> int:
     """Take the scope's next sequence number (an upsert that locks the scope's counter row
     until the caller's transaction ends; rolled back with it)."""
-    conn = session.connection()
-    return int(conn.execute(_NEXT_SEQ[conn.dialect.name], {"p_scope": scope_id}).scalar_one())
+    dialect = session.get_bind().dialect.name
+    return int(_NEXT_SEQ[dialect].scalar(session, {"p_scope": scope_id}))
 
 
 def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
@@ -79,7 +80,7 @@ def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
     claim its first publication (``publishes = 1``) when no earlier turn of its scope is
     unfinished. Whoever finishes the scope's running turn takes the same lock before it looks
     for the next turn (:func:`claim_next_in`), so exactly one of them publishes it."""
-    blocked = session.execute(_BLOCKED, {"p_scope": row.scope_id, "p_seq": row.seq}).scalar()
+    blocked = _BLOCKED.scalar(session, {"p_scope": row.scope_id, "p_seq": row.seq})
     row.publishes = 0 if blocked else 1
 
 
@@ -200,7 +201,7 @@ def claim_run_in(session: Session, turn_id: str) -> tuple[str, TurnRun]:
     s = session
     for _ in range(3):
         now = utcnow()
-        row = s.connection().execute(_CLAIM, {"p_turn_id": turn_id, "p_now": now}).first()
+        row = _CLAIM.first(s, {"p_turn_id": turn_id, "p_now": now})
         if row is not None:
             run = run_from_row(row)
             STAGE_RUN.set(run)
@@ -272,10 +273,9 @@ def claim_next_in(session: Session, scope_id: str) -> TurnRun | bool | None:
     lock, so its turn is either visible here or, inserted after this commit, sees the scope free
     and publishes itself (:func:`claim_first_publish_if_next`).
     """
-    if session.execute(_LOCK_SCOPE, {"p_scope": scope_id}).first() is None:
+    if _LOCK_SCOPE.first(session, {"p_scope": scope_id}) is None:
         return False
-    params = {"p_scope": scope_id, "p_now": utcnow()}
-    row = session.connection().execute(_CLAIM_NEXT, params).first()
+    row = _CLAIM_NEXT.first(session, {"p_scope": scope_id, "p_now": utcnow()})
     return None if row is None else run_from_row(row)
 
 
@@ -398,10 +398,10 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         return res.rowcount == 1
 
 
-_BLOCKED = sa_select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq")))
+_BLOCKED = FastStatement(sa_select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq"))))
 """Is an earlier turn of the scope unfinished (built once; see claim_first_publish_if_next)."""
 
-_LOCK_SCOPE = (
+_LOCK_SCOPE = FastStatement(
     select(ScopeCounter.scope_id)
     .where(ScopeCounter.scope_id == bindparam("p_scope"))
     .with_for_update()
@@ -435,5 +435,5 @@ def _claim_next_statement() -> Any:
     )
 
 
-_CLAIM = _claim_statement()
-_CLAIM_NEXT = _claim_next_statement()
+_CLAIM = FastStatement(_claim_statement())
+_CLAIM_NEXT = FastStatement(_claim_next_statement())

@@ -6,13 +6,14 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, insert
+from sqlalchemy import bindparam, func, insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.usage import LLMUsage
 from nekoflow.usage.meter import UsageEntry
 from nekoflow.usage.prices import Price, cost
@@ -66,12 +67,18 @@ def add_usage(
         }
         for n, entry in enumerate(entries, start=1)
     ]
-    if rows:
-        session.connection().execute(_INSERT, rows)
+    for row in rows:  # one per model call, nearly always
+        _INSERT.rows(session, row)
     return len(rows)
 
 
-_INSERT = insert(LLMUsage.__table__)  # type: ignore[attr-defined]
+_USAGE: Any = LLMUsage.__table__  # type: ignore[attr-defined]
+_INSERT = FastStatement(
+    insert(_USAGE).values(
+        {c.name: bindparam(c.name, type_=c.type) for c in _USAGE.c if c.name != "id"}
+    )
+)
+"""One usage row (built once; bind parameters named as the columns)."""
 
 
 def tokens_today(engine: Engine, dimension: str, value: str, *, day: str | None = None) -> int:

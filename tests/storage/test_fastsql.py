@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import TurnRun, TurnStatus
+from nekoflow.storage.usage import LLMUsage
 from nekoflow.turns import stage_store
 from tests.conftest import PG_URL
 
@@ -94,6 +95,29 @@ def test_an_in_list_given_per_call_is_refused(engine: Engine) -> None:
     fast = FastStatement(select(RUN.c.turn_id).where(RUN.c.turn_id.in_(bindparam("p_ids"))))
     with engine.connect() as conn, pytest.raises(ValueError, match="p_ids"):
         fast.rows(conn, {"p_ids": ["a"]})
+
+
+def test_dml_without_returning_returns_no_rows(engine: Engine) -> None:
+    """SQLAlchemy compiles an implicit RETURNING of the key into a Core insert on PostgreSQL:
+    a statement that declares no result columns still returns none; columns left out get
+    their defaults."""
+    usage = LLMUsage.__table__  # type: ignore[attr-defined]
+    fast = FastStatement(
+        insert(usage).values(
+            day="2026-11-27",
+            kind="reply",
+            turn_id=bindparam("p_id"),
+            n=1,
+            created_at=datetime.now(UTC),
+        )
+    )
+    with Session(engine) as s:
+        assert fast.rows(s, {"p_id": "n1"}) == [] and fast.scalar(s, {"p_id": "n2"}) is None
+        s.commit()
+    with Session(engine) as s:
+        rows = s.execute(select(usage.c.turn_id, usage.c.channel, usage.c.prompt_tokens)).all()
+    # the columns it left out got their Python-side defaults, as through SQLAlchemy
+    assert sorted(tuple(r) for r in rows) == [("n1", "", 0), ("n2", "", 0)]
 
 
 def test_a_constraint_violation_is_sqlalchemys_integrity_error(engine: Engine) -> None:

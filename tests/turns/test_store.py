@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
-from nekoflow.turns import store
+from nekoflow.turns import llm_lease, store
 from nekoflow.turns.llm_lease import claim_llm_call, claim_llm_call_in, release_llm_lease
 from tests.conftest import PG_URL
 
@@ -211,21 +212,26 @@ def test_a_scope_without_a_lock_row_hands_off_after_the_commit(engine: Engine) -
     indirect=True,
 )
 def test_a_lease_released_between_the_claim_and_its_read_is_busy_not_used_up(
-    engine: Engine,
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.create_turn_run(engine, new_run("a"))
     assert store.claim_run(engine, "a")[0] == "claimed"
     first = claim_llm_call(engine, "a", lease_seconds=30, max_attempts=3)
     assert first.kind == "claimed" and first.attempt == 1
-    with engine.begin() as conn:
-        released: list[bool] = []
+    state = llm_lease._LEASE_STATE
+    released: list[bool] = []
 
-        @event.listens_for(conn, "after_cursor_execute")
-        def _release(*_: object) -> None:  # the first call ends right after the claim failed
+    class ReleasedFirst:
+        """The lease's state read, with the first call ending just before it runs."""
+
+        def first(self, bind: Any, params: Any) -> Any:
             if not released:
                 released.append(True)
                 release_llm_lease(engine, "a", first.owner)
+            return state.first(bind, params)
 
+    monkeypatch.setattr(llm_lease, "_LEASE_STATE", ReleasedFirst())
+    with engine.begin() as conn:
         second = claim_llm_call_in(conn, "a", lease_seconds=30, max_attempts=3)
     assert released and second.kind == "busy" and second.attempt == 1  # look again, not failed
     assert 0 < second.wait_seconds <= 1

@@ -12,7 +12,7 @@ from nekoflow.memory.history import save_and_leaf_time
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store
-from nekoflow.turns.characters import resolve_role
+from nekoflow.turns.characters import role_id_and_name
 from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import (
@@ -66,14 +66,15 @@ def _dispatch(deps: TurnDeps, s: Session, turn: _Turn) -> DispatchResult:
     assert run.scope_id is not None
     req = _request(run)
     ctx = _context(run)
-    role = resolve_role(s, run.character_id)
-    if role is None or role.id is None:
+    role = role_id_and_name(s, run.character_id)
+    if role is None:
         wanted = f" {run.character_id!r}" if run.character_id else ""
         raise TurnFailed(
             f"no character{wanted}: add one with `nekoflow character add` or set "
             "default_character_id in config.ini"
         )
-    save, previous = save_and_leaf_time(s, role_id=role.id, scope_id=run.scope_id)
+    role_id, role_name = role
+    save_id, previous = save_and_leaf_time(s, role_id=role_id, scope_id=run.scope_id)
     sent_at = message_time(req.metadata, run.created_at)
     merged = [
         {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
@@ -84,9 +85,9 @@ def _dispatch(deps: TurnDeps, s: Session, turn: _Turn) -> DispatchResult:
     if policy.is_stale(latest.timestamp(), utcnow().timestamp()):
         raise TurnSkipped("stale")
     result = DispatchResult(
-        role_id=role.id,
-        role_name=role.name,
-        save_id=save.id or 0,
+        role_id=role_id,
+        role_name=role_name,
+        save_id=save_id,
         scope_id=run.scope_id,
         user_id=req.user_id or ctx.user_id,
         group_id=req.group_id or ctx.group_id,

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import and_, bindparam, select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from nekoflow.channels import ChatRequest
 from nekoflow.characters.card import CardData
@@ -29,6 +29,7 @@ from nekoflow.memory.window import line_text, window
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role
+from nekoflow.storage.fastsql import FastStatement, detached
 from nekoflow.storage.memory import ensure_memory_index
 from nekoflow.storage.turns import Relationship
 from nekoflow.tokens import estimate_tokens
@@ -62,16 +63,24 @@ log = logging.getLogger(__name__)
 _book_caches: dict[int, BookCache] = {}
 
 
-_ROLE_AND_RELATIONSHIP = (
-    select(Role, Relationship)
-    .outerjoin(
-        Relationship,
-        and_(
-            col(Relationship.role_id) == col(Role.id),
-            col(Relationship.scope_id) == bindparam("p_scope"),
-        ),
+_ROLE_TABLE: Any = Role.__table__  # type: ignore[attr-defined]
+_REL_TABLE: Any = Relationship.__table__  # type: ignore[attr-defined]
+_ROLE_AND_RELATIONSHIP = FastStatement(
+    select(
+        *_ROLE_TABLE.c,
+        _REL_TABLE.c.role_id.label("rel_role_id"),
+        *(_REL_TABLE.c[d] for d in RELATIONSHIP_DIMENSIONS),
     )
-    .where(col(Role.id) == bindparam("p_role"))
+    .select_from(
+        _ROLE_TABLE.outerjoin(
+            _REL_TABLE,
+            and_(
+                _REL_TABLE.c.role_id == _ROLE_TABLE.c.id,
+                _REL_TABLE.c.scope_id == bindparam("p_scope"),
+            ),
+        )
+    )
+    .where(_ROLE_TABLE.c.id == bindparam("p_role"))
 )
 """The character and its relationship with the scope, in one statement (built once)."""
 
@@ -81,14 +90,14 @@ def _role_and_relationship(
 ) -> tuple[Role | None, dict[str, int]]:
     """The character (detached) and its relationship with the scope (its starting values
     when the scope has none yet)."""
-    row = s.execute(_ROLE_AND_RELATIONSHIP, {"p_role": role_id, "p_scope": scope_id}).first()
+    row = _ROLE_AND_RELATIONSHIP.first(s, {"p_role": role_id, "p_scope": scope_id})
     if row is None:
         return None, {}
-    role, rel = row
-    s.expunge(role)
-    if rel is None:
+    n = len(_ROLE_TABLE.c)
+    role = detached(Role, row[:n])
+    if row[n] is None:  # no relationship with this scope yet
         return role, initial_relationship(role)
-    return role, {d: getattr(rel, d) for d in RELATIONSHIP_DIMENSIONS}
+    return role, dict(zip(RELATIONSHIP_DIMENSIONS, row[n + 1 :], strict=True))
 
 
 def _history_rows(deps: TurnDeps, s: Session, d: DispatchResult, turn_id: str) -> list[Any]:
