@@ -16,13 +16,14 @@ so a turn's writes commit (or roll back) together with whatever else the caller 
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from sqlalchemy import Integer, Row, Select, bindparam, insert, literal, select, update
+from sqlalchemy import Integer, Select, bindparam, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import make_transient_to_detached
@@ -85,23 +86,51 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     no IntegrityError ever aborts the caller's transaction. An unknown role raises InputError.
     """
     _check_scope_id(scope_id)
-    stmt = select(Save).where(col(Save.role_id) == role_id, col(Save.scope_id) == scope_id)
-    save = session.scalars(stmt).first()
-    if save is not None:
-        return save
-    if session.get(Role, role_id) is None:
+    save = session.get(Save, _save_id(session, role_id, scope_id))
+    assert save is not None  # it exists in this transaction
+    return save
+
+
+_SAVE_TABLE: Any = Save.__table__  # type: ignore[attr-defined]
+_SAVE_ID = FastStatement(
+    select(_SAVE_TABLE.c.id).where(
+        _SAVE_TABLE.c.role_id == bindparam("p_role"), _SAVE_TABLE.c.scope_id == bindparam("p_scope")
+    )
+)
+_ROLE_EXISTS = FastStatement(select(col(Role.id)).where(col(Role.id) == bindparam("p_role")))
+
+
+def _new_save_statement(dialect: str) -> FastStatement:
+    """Create the save of ``p_role`` in ``p_scope`` unless it exists, returning its id when
+    this statement created it (built once per dialect)."""
+    ins: Any = (pg_insert if dialect == "postgresql" else sqlite_insert)(_SAVE_TABLE)
+    at = bindparam("p_now", type_=_SAVE_TABLE.c.created_at.type)
+    return FastStatement(
+        ins.values(
+            role_id=bindparam("p_role"), scope_id=bindparam("p_scope"), created_at=at, updated_at=at
+        )
+        .on_conflict_do_nothing(index_elements=["role_id", "scope_id"])
+        .returning(_SAVE_TABLE.c.id)
+    )
+
+
+_NEW_SAVE = {d: _new_save_statement(d) for d in ("postgresql", "sqlite")}
+
+
+def _save_id(session: Session, role_id: int, scope_id: str) -> int:
+    """The id of the save of ``role_id`` in ``scope_id``, created if missing (InputError for an
+    unknown role)."""
+    params: dict[str, Any] = {"p_role": role_id, "p_scope": scope_id}
+    found = _SAVE_ID.scalar(session, params)
+    if found is not None:
+        return int(found)
+    if _ROLE_EXISTS.first(session, params) is None:
         raise InputError(f"role {role_id!r} does not exist", field="role_id")
-    now = utcnow()
-    values = {"role_id": role_id, "scope_id": scope_id, "created_at": now, "updated_at": now}
     dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        ins: Any = pg_insert(Save).values(**values)
-    elif dialect == "sqlite":
-        ins = sqlite_insert(Save).values(**values)
-    else:  # pragma: no cover - nekoflow supports SQLite and PostgreSQL only
-        raise NotImplementedError(f"unsupported database dialect {dialect!r}")
-    session.execute(ins.on_conflict_do_nothing(index_elements=["role_id", "scope_id"]))
-    return session.scalars(stmt).one()
+    created = _NEW_SAVE[dialect].scalar(session, params | {"p_now": utcnow()})
+    if created is None:  # a concurrent worker created it first: theirs
+        created = _SAVE_ID.scalar(session, params)
+    return int(created)
 
 
 _SAVE_AND_LEAF_TIME = FastStatement(
@@ -122,9 +151,7 @@ def save_and_leaf_time(
     row = _SAVE_AND_LEAF_TIME.first(session, {"p_role": role_id, "p_scope": scope_id})
     if row is not None:
         return int(row[0]), row[1]
-    save = get_or_create_save(session, role_id=role_id, scope_id=scope_id)
-    assert save.id is not None
-    return save.id, None
+    return _save_id(session, role_id, scope_id), None
 
 
 @cache
@@ -168,6 +195,17 @@ def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
     )
 
 
+_LINE_NAMES = [c.name for c in Line.__table__.c]  # type: ignore[attr-defined]
+LineRow = namedtuple("LineRow", [*_LINE_NAMES, "path_id", "path_parent_id", "path_mark"])  # type: ignore[misc]
+"""A read-only line of :func:`load_history_rows` (attributes named as ``Line``'s fields)."""
+
+
+@cache
+def _path_rows(limited: bool) -> FastStatement:
+    """The active-path statement on the driver's cursor (Line's columns spread out)."""
+    return FastStatement(_active_path_query(limited, orm=False))
+
+
 def _load_path(session: Session, save_id: int, limit: int | None, orm: bool) -> list[Any]:
     """Run the active-path query and order its rows root first (cycle- and limit-safe)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -180,7 +218,11 @@ def _load_path(session: Session, save_id: int, limit: int | None, orm: bool) -> 
     items: dict[int, Any] = {}
     parents: dict[int, int | None] = {}
     leaf_id: int | None = None
-    for row in session.execute(_active_path_query(limit is not None, orm), params):
+    if orm:
+        rows: Any = session.execute(_active_path_query(limit is not None, orm), params)
+    else:
+        rows = map(LineRow._make, _path_rows(limit is not None).rows(session, params))
+    for row in rows:
         line_id, parent_id, mark = row[-3:]
         items[line_id] = row[0] if orm else row
         parents[line_id] = parent_id
@@ -211,9 +253,7 @@ def load_history(session: Session, save_id: int, *, limit: int | None = None) ->
     return _load_path(session, save_id, limit, orm=True)
 
 
-def load_history_rows(
-    session: Session, save_id: int, *, limit: int | None = None
-) -> list[Row[Any]]:
+def load_history_rows(session: Session, save_id: int, *, limit: int | None = None) -> list[Any]:
     """Like :func:`load_history`, but read-only rows (attributes named as ``Line``'s fields).
 
     The same single query without building ORM objects — several times cheaper in Python for
@@ -277,7 +317,6 @@ def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
     return [detached(Line, row) for row in rows]
 
 
-_SAVE_TABLE: Any = Save.__table__  # type: ignore[attr-defined]
 _SET_LEAF = FastStatement(
     update(_SAVE_TABLE)
     .where(_SAVE_TABLE.c.id == bindparam("p_save"))
