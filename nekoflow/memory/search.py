@@ -8,8 +8,10 @@ statistics BM25 needs. Every function reads in the caller's session.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import ARRAY, any_, bindparam, text
@@ -18,6 +20,7 @@ from sqlmodel import Session
 
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.storage.dialogue import UTCDateTime
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 
 __all__ = ["candidate_rows", "corpus_stats", "lexical_ids"]
@@ -27,9 +30,11 @@ _STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
 _STATS_QUERY = sa_select(_STATS.c.term, _STATS.c.df).where(
     _STATS.c.scope_key == bindparam("key"), _STATS.c.term.in_(bindparam("terms", expanding=True))
 )
-_STATS_QUERY_PG = sa_select(_STATS.c.term, _STATS.c.df).where(
-    _STATS.c.scope_key == bindparam("key"),
-    _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
+_STATS_QUERY_PG = FastStatement(
+    sa_select(_STATS.c.term, _STATS.c.df).where(
+        _STATS.c.scope_key == bindparam("key"),
+        _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
+    )
 )
 """Built once: constructing the statement per turn cost more than running it. On PostgreSQL
 the terms are one array parameter (``= ANY``): one statement text whatever their number."""
@@ -39,8 +44,11 @@ def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) 
     """BM25 statistics of the scope for these terms (one indexed query)."""
     key = scope_token(role_id, scope_id)
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
-    stmt = _STATS_QUERY_PG if s.get_bind().dialect.name == "postgresql" else _STATS_QUERY
-    rows = s.connection().execute(stmt, {"key": key, "terms": wanted}).all()
+    params = {"key": key, "terms": wanted}
+    if s.get_bind().dialect.name == "postgresql":
+        rows: Any = _STATS_QUERY_PG.rows(s, params)
+    else:  # an expanding IN: SQLAlchemy's execute
+        rows = s.connection().execute(_STATS_QUERY, params).all()
     df = {t: n for t, n in rows}
     docs = max(df.pop(DOCS, 0), 0)
     total = max(df.pop(LENGTH, 0), 0)
@@ -177,5 +185,13 @@ def candidate_rows(
     ids = " UNION ".join(f"SELECT id FROM ({p}) AS c{i}" for i, p in enumerate(parts))
     names = ", ".join(f"memory_record.{c.key}" for c in columns)
     sql = f"SELECT {names} FROM memory_record WHERE memory_record.id IN ({ids})"
+    stmt, row = _candidates(sql, tuple(columns))
+    return [row._make(values) for values in stmt.rows(s, params)]
+
+
+@lru_cache(maxsize=64)
+def _candidates(sql: str, columns: tuple[Any, ...]) -> tuple[FastStatement, Any]:
+    """The candidates statement of one shape, built once, and its row type (attributes named
+    as the columns)."""
     stmt = text(sql).bindparams(bindparam("now", type_=UTCDateTime())).columns(*columns)
-    return list(s.execute(stmt, params).all())
+    return FastStatement(stmt), namedtuple("MemoryRow", [c.key for c in columns])  # type: ignore[misc]

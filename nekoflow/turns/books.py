@@ -8,9 +8,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
+from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.worldbook import WorldBookRow
 from nekoflow.worldbook import WorldBook
 from nekoflow.worldbook.store import WorldBookStore
+
+_VERSIONS = FastStatement(
+    select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)  # type: ignore[call-overload]
+)
+"""Every book's revision (built once: it runs before every turn's recall)."""
 
 
 class BookCache:
@@ -26,9 +32,7 @@ class BookCache:
         if session is None:
             with read_session(self._engine) as s:
                 return self._version(s)
-        rows = session.exec(
-            select(WorldBookRow.id, WorldBookRow.revision, WorldBookRow.updated_at)
-        ).all()
+        rows = _VERSIONS.rows(session, {})
         return tuple(sorted((r[0], r[1] or "", r[2] or "") for r in rows))
 
     def books(self, session: Session | None = None) -> list[WorldBook]:

@@ -57,7 +57,8 @@ def load_turn_in(
     return run, dict(row[-1] or {})
 
 
-_RUN_COLUMNS: tuple[str, ...] = tuple(c.name for c in _RUN_TABLE.c)
+RUN_COLUMNS: tuple[str, ...] = tuple(c.name for c in _RUN_TABLE.c)
+"""The turn_run columns, in table order (the rows of :func:`run_from_row`)."""
 
 
 def _load_statement(results: Any) -> Any:

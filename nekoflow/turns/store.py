@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, update
+from sqlalchemy import and_, bindparam, func, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
@@ -31,6 +32,7 @@ from nekoflow.storage.turns import (
     TurnStatus,
 )
 from nekoflow.turns.stage_store import ASYNC_COMMIT as ASYNC_COMMIT
+from nekoflow.turns.stage_store import RUN_COLUMNS, run_from_row
 from nekoflow.turns.stage_store import STAGE_COUNTED as STAGE_COUNTED
 from nekoflow.turns.stage_store import STAGE_RUN as STAGE_RUN
 from nekoflow.turns.stage_store import count_stage_run as count_stage_run
@@ -38,7 +40,6 @@ from nekoflow.turns.stage_store import get_stage as get_stage
 from nekoflow.turns.stage_store import load_turn as load_turn
 from nekoflow.turns.stage_store import load_turn_in as load_turn_in
 from nekoflow.turns.stage_store import put_stage as put_stage
-from nekoflow.turns.stage_store import run_from_row
 from nekoflow.turns.stage_store import stage_runs as stage_runs
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -84,6 +85,12 @@ def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
     row.publishes = 0 if blocked else 1
 
 
+_INSERT_RUN = FastStatement(
+    insert(_RUN_TABLE).values({n: bindparam(n, type_=_RUN_TABLE.c[n].type) for n in RUN_COLUMNS})
+)
+"""A new turn row, every column given (built once: the ORM's unit of work costs more)."""
+
+
 def create_turn_run(
     engine: Engine, run: TurnRun, *, claim_publish: bool = False
 ) -> tuple[TurnRun, bool]:
@@ -102,9 +109,10 @@ def create_turn_run(
             row.seq = _next_seq(s, row.scope_id)
             if claim_publish:
                 claim_first_publish_if_next(s, row)
-        s.add(row)
         try:
+            _INSERT_RUN.rows(s, {name: getattr(row, name) for name in RUN_COLUMNS})
             s.commit()
+            make_transient_to_detached(row)  # as if loaded: a later add() would not insert it
             return row, True
         except IntegrityError:
             s.rollback()  # the same message, enqueued before or concurrently: theirs stands

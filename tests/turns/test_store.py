@@ -244,8 +244,8 @@ def test_a_fresh_process_reads_a_turn_row_before_any_orm_use() -> None:
     import sys
 
     code = (
-        "from nekoflow.turns.stage_store import _RUN_COLUMNS, run_from_row\n"
-        "values = ['t1' if c == 'turn_id' else None for c in _RUN_COLUMNS]\n"
+        "from nekoflow.turns.stage_store import RUN_COLUMNS, run_from_row\n"
+        "values = ['t1' if c == 'turn_id' else None for c in RUN_COLUMNS]\n"
         "print(run_from_row(values).turn_id)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
