@@ -25,6 +25,13 @@ from sqlalchemy.orm import Session, configure_mappers, instrumentation, make_tra
 
 Processor = Callable[[Any], Any]
 T = TypeVar("T")
+Bind = Connection | Session
+"""Where a statement runs: a Connection, or a Session (its connection, in its transaction)."""
+
+
+def dialect_name(bind: Bind) -> str:
+    """The database dialect of ``bind`` (``postgresql``, ``sqlite``)."""
+    return bind.get_bind().dialect.name if isinstance(bind, Session) else bind.dialect.name
 
 
 @dataclass
@@ -101,10 +108,12 @@ class FastStatement:
             c.results = procs if any(procs) else ()  # () when no column needs processing
         return c.results
 
-    def rows(self, bind: Connection | Session, params: Mapping[str, Any]) -> list[Sequence[Any]]:
+    def rows(self, bind: Bind, params: Mapping[str, Any]) -> list[Sequence[Any]]:
         """Every row the statement returns (plain tuples), its values processed as SQLAlchemy
         would; ``bind``: a Connection, or a Session (its connection, in its transaction)."""
         conn = bind.connection() if isinstance(bind, Session) else bind
+        if not conn.in_transaction():
+            conn.begin()  # as SQLAlchemy's autobegin: the caller's commit() then commits this
         dialect = conn.dialect
         if dialect.name != "postgresql":
             result = conn.execute(self.statement, dict(params))
@@ -155,12 +164,12 @@ class FastStatement:
             tuple(v if p is None else p(v) for v, p in zip(row, procs, strict=True)) for row in raw
         ]
 
-    def first(self, bind: Connection | Session, params: Mapping[str, Any]) -> Sequence[Any] | None:
+    def first(self, bind: Bind, params: Mapping[str, Any]) -> Sequence[Any] | None:
         """The first row, or None."""
         rows = self.rows(bind, params)
         return rows[0] if rows else None
 
-    def scalar(self, bind: Connection | Session, params: Mapping[str, Any]) -> Any:
+    def scalar(self, bind: Bind, params: Mapping[str, Any]) -> Any:
         """The first column of the first row, or None when there is no row."""
         rows = self.rows(bind, params)
         return rows[0][0] if rows else None

@@ -120,6 +120,22 @@ def test_dml_without_returning_returns_no_rows(engine: Engine) -> None:
     assert sorted(tuple(r) for r in rows) == [("n1", "", 0), ("n2", "", 0)]
 
 
+def test_a_write_on_a_plain_connection_commits_with_it(engine: Engine) -> None:
+    """Run on a Connection outside any transaction, the statement begins one (as SQLAlchemy's
+    autobegin would): the connection's commit() keeps the write, close() without it drops it."""
+    _turn(engine, "c1")
+    fast = FastStatement(
+        update(RUN).where(RUN.c.turn_id == bindparam("p_id")).values(reason=bindparam("p_r"))
+    )
+    with engine.connect() as conn:
+        fast.rows(conn, {"p_id": "c1", "p_r": "kept"})
+        conn.commit()
+    with engine.connect() as conn:
+        fast.rows(conn, {"p_id": "c1", "p_r": "dropped"})
+    with Session(engine) as s:
+        assert s.get(TurnRun, "c1").reason == "kept"  # type: ignore[union-attr]
+
+
 def test_a_constraint_violation_is_sqlalchemys_integrity_error(engine: Engine) -> None:
     _turn(engine, "t3")
     fast = FastStatement(
