@@ -22,7 +22,7 @@ from sqlmodel import Session, col, select
 from nekoflow.flow.policy import FlowPolicy
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import Bind, FastStatement
 from nekoflow.storage.turns import FINISHED, TurnMessage, TurnRun, TurnStatus
 
 _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -132,7 +132,7 @@ _MERGED = FastStatement(
 
 
 def merged_requests(
-    engine: Engine, turn_id: str, session: Session | None = None
+    engine: Engine, turn_id: str, session: Bind | None = None
 ) -> list[tuple[dict[str, Any], datetime]]:
     """The requests merged into ``turn_id`` and when each arrived, in arrival order (read in
     ``session``'s transaction when given)."""

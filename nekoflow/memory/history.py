@@ -34,7 +34,7 @@ from sqlmodel import Session, col
 from nekoflow.errors import InputError
 from nekoflow.memory.reply import ReplySegment
 from nekoflow.storage.dialogue import Line, Role, Save, utcnow
-from nekoflow.storage.fastsql import FastStatement, detached
+from nekoflow.storage.fastsql import Bind, FastStatement, detached, dialect_name
 
 __all__ = [
     "UserLineIn",
@@ -117,7 +117,7 @@ def _new_save_statement(dialect: str) -> FastStatement:
 _NEW_SAVE = {d: _new_save_statement(d) for d in ("postgresql", "sqlite")}
 
 
-def _save_id(session: Session, role_id: int, scope_id: str) -> int:
+def _save_id(session: Bind, role_id: int, scope_id: str) -> int:
     """The id of the save of ``role_id`` in ``scope_id``, created if missing (InputError for an
     unknown role)."""
     params: dict[str, Any] = {"p_role": role_id, "p_scope": scope_id}
@@ -126,8 +126,7 @@ def _save_id(session: Session, role_id: int, scope_id: str) -> int:
         return int(found)
     if _ROLE_EXISTS.first(session, params) is None:
         raise InputError(f"role {role_id!r} does not exist", field="role_id")
-    dialect = session.get_bind().dialect.name
-    created = _NEW_SAVE[dialect].scalar(session, params | {"p_now": utcnow()})
+    created = _NEW_SAVE[dialect_name(session)].scalar(session, params | {"p_now": utcnow()})
     if created is None:  # a concurrent worker created it first: theirs
         created = _SAVE_ID.scalar(session, params)
     return int(created)
@@ -142,7 +141,7 @@ _SAVE_AND_LEAF_TIME = FastStatement(
 
 
 def save_and_leaf_time(
-    session: Session, *, role_id: int, scope_id: str
+    session: Bind, *, role_id: int, scope_id: str
 ) -> tuple[int, datetime | None]:
     """The id of the save of ``role_id`` in ``scope_id`` (created if missing, as
     :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
@@ -206,7 +205,7 @@ def _path_rows(limited: bool) -> FastStatement:
     return FastStatement(_active_path_query(limited, orm=False))
 
 
-def _load_path(session: Session, save_id: int, limit: int | None, orm: bool) -> list[Any]:
+def _load_path(session: Bind, save_id: int, limit: int | None, orm: bool) -> list[Any]:
     """Run the active-path query and order its rows root first (cycle- and limit-safe)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InputError("limit must be a non-negative integer or None", field="limit")
@@ -253,7 +252,7 @@ def load_history(session: Session, save_id: int, *, limit: int | None = None) ->
     return _load_path(session, save_id, limit, orm=True)
 
 
-def load_history_rows(session: Session, save_id: int, *, limit: int | None = None) -> list[Any]:
+def load_history_rows(session: Bind, save_id: int, *, limit: int | None = None) -> list[Any]:
     """Like :func:`load_history`, but read-only rows (attributes named as ``Line``'s fields).
 
     The same single query without building ORM objects — several times cheaper in Python for

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from nekoflow.errors import InputError
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, clamp_dimension
 from nekoflow.storage.dialogue import Role
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import Bind, FastStatement
 
 DEFAULT_RELATIONSHIP: dict[str, int] = {
     "affection": 50,
@@ -96,7 +96,7 @@ def resolve_role(session: Session, character_id: str | None) -> Role | None:
     return None if found is None else session.get(Role, found[0])
 
 
-def role_id_and_name(session: Session, character_id: str | None) -> tuple[int, str] | None:
+def role_id_and_name(session: Bind, character_id: str | None) -> tuple[int, str] | None:
     """:func:`resolve_role`'s id and name only (what dispatch needs: never the card)."""
     if character_id not in (None, ""):
         text = str(character_id).strip()

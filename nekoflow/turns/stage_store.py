@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import FastStatement, detached
+from nekoflow.storage.fastsql import Bind, FastStatement, detached, dialect_name
 from nekoflow.storage.turns import TurnRun, TurnStage, TurnStageRun
 
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
@@ -42,14 +42,11 @@ def load_turn(engine: Engine, turn_id: str) -> tuple[TurnRun | None, dict[str, d
         return load_turn_in(s, turn_id)
 
 
-def load_turn_in(
-    session: Session, turn_id: str
-) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
+def load_turn_in(session: Bind, turn_id: str) -> tuple[TurnRun | None, dict[str, dict[str, Any]]]:
     """:func:`load_turn` in the caller's transaction (a stage that writes reads its turn there,
     saving a transaction); the run row comes back detached."""
-    conn = session.connection()
-    stmt = _LOAD_PG if conn.dialect.name == "postgresql" else _LOAD_SQLITE
-    row = stmt.first(conn, {"p_turn_id": turn_id})
+    stmt = _LOAD_PG if dialect_name(session) == "postgresql" else _LOAD_SQLITE
+    row = stmt.first(session, {"p_turn_id": turn_id})
     if row is None:
         return None, {}
     run = run_from_row(row[:-1])
@@ -96,7 +93,7 @@ def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | No
 
 
 def put_stage(
-    session: Session,
+    session: Bind,
     turn_id: str,
     stage: str,
     result: dict[str, Any],
@@ -113,13 +110,13 @@ def put_stage(
     one statement built once per shape): this runs once per stage of every turn, and the ORM's
     unit of work costs more than the statements.
     """
-    dialect = session.get_bind().dialect.name
+    dialect = dialect_name(session)
     now = utcnow()
     if dialect == "postgresql":
         fields = tuple(sorted(run_fields))
         params = {"p_turn_id": turn_id, "p_stage": stage, "p_result": result, "p_now": now}
         params |= {f"p_f_{f}": run_fields[f] for f in fields}
-        stored = _put_stage_pg(fields, async_commit).first(session.connection(), params)
+        stored = _put_stage_pg(fields, async_commit).first(session, params)
         if stored is None:
             return False
         STAGE_COUNTED.set(True)

@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import Bind, FastStatement, dialect_name
 from nekoflow.storage.turns import (
     FINISHED,
     ScopeCounter,
@@ -69,14 +69,13 @@ _NEXT_SEQ = {d: FastStatement(_next_seq_statement(d)) for d in ("postgresql", "s
 """Built once per dialect: building it on every enqueue cost more than running it."""
 
 
-def _next_seq(session: Session, scope_id: str) -> int:
+def _next_seq(session: Bind, scope_id: str) -> int:
     """Take the scope's next sequence number (an upsert that locks the scope's counter row
     until the caller's transaction ends; rolled back with it)."""
-    dialect = session.get_bind().dialect.name
-    return int(_NEXT_SEQ[dialect].scalar(session, {"p_scope": scope_id}))
+    return int(_NEXT_SEQ[dialect_name(session)].scalar(session, {"p_scope": scope_id}))
 
 
-def claim_first_publish_if_next(session: Session, row: TurnRun) -> None:
+def claim_first_publish_if_next(session: Bind, row: TurnRun) -> None:
     """Before ``row`` is inserted, under its scope's lock (just taken by :func:`_next_seq`):
     claim its first publication (``publishes = 1``) when no earlier turn of its scope is
     unfinished. Whoever finishes the scope's running turn takes the same lock before it looks
@@ -131,20 +130,25 @@ def get_run(engine: Engine, turn_id: str) -> TurnRun | None:
         return s.get(TurnRun, turn_id)
 
 
-def blocking_predecessor(session: Session, run: TurnRun) -> TurnRun | None:
+def blocking_predecessor(session: Bind, run: TurnRun) -> TurnRun | None:
     """The earliest unfinished turn of the same scope that arrived before ``run``, if any."""
     if run.scope_id is None or run.seq is None:
         return None
-    return session.exec(
-        select(TurnRun)
-        .where(
-            TurnRun.scope_id == run.scope_id,
-            TurnRun.seq < run.seq,
-            TurnRun.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
-        )
-        .order_by(TurnRun.seq)  # type: ignore[arg-type]
-        .limit(1)
-    ).first()
+    row = _PREDECESSOR.first(session, {"p_scope": run.scope_id, "p_seq": run.seq})
+    return None if row is None else run_from_row(row)
+
+
+_PREDECESSOR = FastStatement(
+    sa_select(*_RUN_TABLE.c)
+    .where(
+        _RUN_TABLE.c.scope_id == bindparam("p_scope"),
+        _RUN_TABLE.c.seq < bindparam("p_seq"),
+        _RUN_TABLE.c.status.not_in(sorted(FINISHED)),
+    )
+    .order_by(_RUN_TABLE.c.seq)
+    .limit(1)
+)
+_RUN_ROW = FastStatement(sa_select(*_RUN_TABLE.c).where(_RUN_TABLE.c.turn_id == bindparam("p_id")))
 
 
 def claim(engine: Engine, turn_id: str) -> str:
@@ -199,7 +203,7 @@ def claim_run(engine: Engine, turn_id: str) -> tuple[str, TurnRun]:
         return claimed, run
 
 
-def claim_run_in(session: Session, turn_id: str) -> tuple[str, TurnRun]:
+def claim_run_in(session: Bind, turn_id: str) -> tuple[str, TurnRun]:
     """:func:`claim_run` in the caller's transaction: a ``"claimed"`` turn stays locked and
     becomes ``running`` when the caller commits (a rollback undoes the claim).
 
@@ -215,9 +219,10 @@ def claim_run_in(session: Session, turn_id: str) -> tuple[str, TurnRun]:
             STAGE_RUN.set(run)
             return "claimed", run
         s.rollback()
-        run = s.get(TurnRun, turn_id)
-        if run is None:
+        found = _RUN_ROW.first(s, {"p_id": turn_id})
+        if found is None:
             raise LookupError(f"turn_id: no turn {turn_id!r}")
+        run = run_from_row(found)
         if run.status in FINISHED:
             return "finished", run
         if run.status == TurnStatus.running:
@@ -270,7 +275,7 @@ def finish(
         s.commit()
 
 
-def claim_next_in(session: Session, scope_id: str) -> TurnRun | bool | None:
+def claim_next_in(session: Bind, scope_id: str) -> TurnRun | bool | None:
     """In the caller's transaction, after it ended a turn of ``scope_id``: take the scope's
     lock, then claim the first publication of the scope's first unfinished turn if that one is
     queued and unpublished. Returns the claimed turn (the caller publishes it after its commit),

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from sqlmodel import Session
-
 from nekoflow.observability import hooks
 from nekoflow.redact import safe_error
+from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnSkipped
@@ -38,7 +37,7 @@ class TurnUsage:
         pairs = [("scope", d.scope_id), ("user", d.user_id), ("channel", self.run.channel)]
         return [*pairs, ("character", str(d.role_id))]
 
-    def __call__(self, s: Session) -> None:
+    def __call__(self, s: Bind) -> None:
         self.added = bool(
             add_usage(
                 s,

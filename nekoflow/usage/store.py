@@ -9,11 +9,11 @@ from typing import Any, Literal
 from sqlalchemy import bindparam, func, insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import Bind, FastStatement
 from nekoflow.storage.usage import LLMUsage
 from nekoflow.usage.meter import UsageEntry
 from nekoflow.usage.prices import Price, cost
@@ -37,7 +37,7 @@ def today(now: datetime | None = None) -> str:
 
 
 def add_usage(
-    session: Session,
+    session: Bind,
     entries: Iterable[UsageEntry],
     *,
     kind: str,

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
 from nekoflow.channels import ChannelRuntimeContext, ChatRequest
 from nekoflow.memory.reply import ReplySegment, visible_text
 from nekoflow.storage import read_session
+from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import (
     TurnRun,
     TurnStatus,
@@ -50,7 +50,7 @@ class _Turn:
         return result
 
 
-def _load(deps: TurnDeps, turn_id: str, session: Session | None = None) -> _Turn:
+def _load(deps: TurnDeps, turn_id: str, session: Bind | None = None) -> _Turn:
     """The turn and its stored results, read in ``session``'s transaction when given."""
     if session is None:
         run, results = store.load_turn(deps.engine, turn_id)
@@ -61,7 +61,7 @@ def _load(deps: TurnDeps, turn_id: str, session: Session | None = None) -> _Turn
     return _Turn(run, results)
 
 
-def _running(deps: TurnDeps, turn_id: str, stage: str, session: Session | None = None) -> _Turn:
+def _running(deps: TurnDeps, turn_id: str, stage: str, session: Bind | None = None) -> _Turn:
     """The turn, which must have been claimed (running) for ``stage`` to proceed."""
     turn = _load(deps, turn_id, session)
     if turn.run.status != TurnStatus.running:
@@ -89,7 +89,7 @@ def _async_commit(deps: TurnDeps) -> bool:
 
 
 def _commit_result(
-    s: Session, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
+    s: Bind, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
 ) -> R:
     """Commit ``s`` with the stage's result (stored by ``put_stage`` with
     :func:`_async_commit`); if a concurrent run of the stage stored one first (``stored``
@@ -111,15 +111,15 @@ def _save_result(
     stage: str,
     result: R,
     *,
-    also: Callable[[Session], Any] | None = None,
-    session: Session | None = None,
+    also: Callable[[Bind], Any] | None = None,
+    session: Bind | None = None,
     **run_fields: Any,
 ) -> R:
     """Store a computed result (and progress on the TurnRun) in one transaction — ``session``'s
     when given (the stage read its inputs there); ``also`` adds rows that belong with it (the
     usage the stage paid for), only when this result is kept."""
     if session is None:
-        with Session(deps.engine) as s:
+        with deps.engine.connect() as s:  # Core statements only: no Session needed
             return _save_result(deps, turn_id, stage, result, also=also, session=s, **run_fields)
     ok = store.put_stage(
         session,

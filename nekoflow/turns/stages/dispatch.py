@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from sqlmodel import Session
-
 from nekoflow.flow import store as flow_store
 from nekoflow.memory.history import save_and_leaf_time
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage.dialogue import utcnow
+from nekoflow.storage.fastsql import Bind
 from nekoflow.turns import store
 from nekoflow.turns.characters import role_id_and_name
 from nekoflow.turns.clock import message_time
@@ -38,8 +37,9 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
     """Claim the turn (per-scope order) and settle who answers: role, save, time gap.
 
     One transaction: the claim commits with the result (a failure before rolls it back).
+    Core statements only, so a plain Connection rather than a Session (cheaper per stage).
     """
-    with Session(deps.engine, expire_on_commit=False) as s:
+    with deps.engine.connect() as s:
         try:
             claimed, run = store.claim_run_in(s, turn_id)
         except LookupError:  # a message for a turn this database never had: drop it
@@ -60,7 +60,7 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
         return _dispatch(deps, s, turn)
 
 
-def _dispatch(deps: TurnDeps, s: Session, turn: _Turn) -> DispatchResult:
+def _dispatch(deps: TurnDeps, s: Bind, turn: _Turn) -> DispatchResult:
     """Decide the dispatch result of a running ``turn`` and store it, committing ``s``."""
     run, turn_id = turn.run, turn.run.turn_id
     assert run.scope_id is not None

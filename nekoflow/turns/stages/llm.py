@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import time
 
-from sqlmodel import Session
-
 from nekoflow.llm.base import LLMError
 from nekoflow.llm.streaming import complete_streaming
 from nekoflow.observability import hooks
@@ -48,8 +46,9 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
     """
     settings = deps.settings
     # One transaction: the turn, its prompt's history, and the claim on the call (at most one
-    # call in flight per turn, counting the turn's attempt), committed before the call.
-    with Session(deps.engine, expire_on_commit=False) as s:
+    # call in flight per turn, counting the turn's attempt), committed before the call. Core
+    # statements only: a plain Connection rather than a Session.
+    with deps.engine.connect() as s:
         turn = _running(deps, turn_id, "llm_call", s)
         stored = turn.result("llm_call", LLMCallResult)
         if stored is not None:
@@ -61,7 +60,7 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
         )
         model = deps.model_named(fallback) if fallback else deps.chat_model
         claim = claim_llm_call_in(
-            s.connection(),
+            s,
             turn_id,
             lease_seconds=settings.llm_lease_seconds,
             max_attempts=settings.llm_max_attempts,

@@ -29,7 +29,7 @@ from nekoflow.memory.window import line_text, window
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role
-from nekoflow.storage.fastsql import FastStatement, detached
+from nekoflow.storage.fastsql import Bind, FastStatement, detached
 from nekoflow.storage.memory import ensure_memory_index
 from nekoflow.storage.turns import Relationship
 from nekoflow.tokens import estimate_tokens
@@ -100,7 +100,7 @@ def _role_and_relationship(
     return role, dict(zip(RELATIONSHIP_DIMENSIONS, row[n + 1 :], strict=True))
 
 
-def _history_rows(deps: TurnDeps, s: Session, d: DispatchResult, turn_id: str) -> list[Any]:
+def _history_rows(deps: TurnDeps, s: Bind, d: DispatchResult, turn_id: str) -> list[Any]:
     """The newest ``history_limit`` lines of the active path, this turn's own lines left out."""
     rows = load_history_rows(s, d.save_id, limit=deps.settings.history_limit)
     return [r for r in rows if getattr(r, "turn_id", None) != turn_id]
@@ -322,7 +322,7 @@ def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
         return _llm_messages(deps, _load(deps, turn_id, s), s)
 
 
-def _llm_messages(deps: TurnDeps, turn: _Turn, s: Session) -> list[dict[str, str]]:
+def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
     """:func:`llm_messages` for a loaded turn, reading its history in ``s``."""
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)

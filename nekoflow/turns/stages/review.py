@@ -6,10 +6,11 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from nekoflow.review.models import ReviewInput, ReviewOutput
 from nekoflow.storage import read_session
+from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.models import (
@@ -93,11 +94,11 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     not waited for with a transaction open."""
     if getattr(deps.review, "mode", "rule") == "llm":
         return _review(deps, turn_id, None)
-    with Session(deps.engine, expire_on_commit=False) as s:
+    with deps.engine.connect() as s:  # Core statements only: no Session needed
         return _review(deps, turn_id, s)
 
 
-def _review(deps: TurnDeps, turn_id: str, s: Session | None) -> ReviewOutput:
+def _review(deps: TurnDeps, turn_id: str, s: Bind | None) -> ReviewOutput:
     turn = _running(deps, turn_id, "review", s)
     stored = turn.result("review", ReviewOutput)
     if stored is not None:
