@@ -52,6 +52,9 @@ class _Compiled:
     results: tuple[Processor | None, ...] | None = None
 
 
+_CURSOR = "nekoflow.fastsql.cursor"
+
+
 class FastStatement:
     """A Core statement (``SELECT`` or DML ``… RETURNING``) run on the driver's cursor."""
 
@@ -129,9 +132,14 @@ class FastStatement:
             for name in c.expanding:
                 del args[name]
             args.update(c.constants)
-        dbapi = conn.connection.dbapi_connection
+        fairy = conn.connection
+        dbapi = fairy.dbapi_connection
         assert dbapi is not None
-        cursor = dbapi.cursor()
+        # One cursor per DBAPI connection, kept in the pool entry's ``info`` (which lives as long
+        # as that connection): psycopg builds a cursor and its adapters map on every cursor().
+        cursor = fairy.info.get(_CURSOR)
+        if cursor is None or cursor.closed or cursor.connection is not dbapi:
+            cursor = fairy.info[_CURSOR] = dbapi.cursor()
         try:
             cursor.execute(c.sql, args)
             # ``pgresult.nfields``, not ``description``: psycopg builds a Column object per
@@ -156,8 +164,6 @@ class FastStatement:
                 connection_invalidated=lost,
                 dialect=dialect,
             ) from error
-        finally:
-            cursor.close()
         if not raw or not procs:
             return raw
         return [

@@ -19,12 +19,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, select
 
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
-from nekoflow.storage.fastsql import Bind, FastStatement, dialect_name
+from nekoflow.storage.fastsql import Bind, FastStatement, detached, dialect_name
 from nekoflow.storage.turns import (
     FINISHED,
     ScopeCounter,
@@ -102,17 +101,18 @@ def create_turn_run(
     """
     # No read first: the dedupe key's unique constraint decides (a redelivery is rare; the
     # insert that fails on it rolls back, seq included, and the stored turn is read then).
-    with Session(engine, expire_on_commit=False) as s:
-        row = TurnRun.model_validate(run.model_dump())
-        if row.scope_id is not None and row.status == TurnStatus.queued:
-            row.seq = _next_seq(s, row.scope_id)
-            if claim_publish:
-                claim_first_publish_if_next(s, row)
+    with engine.connect() as s:
+        values = run.model_dump()  # the row, as plain values (``run`` itself is not changed)
+        if run.scope_id is not None and run.status == TurnStatus.queued:
+            values["seq"] = seq = _next_seq(s, run.scope_id)
+            if claim_publish:  # as claim_first_publish_if_next, on the plain values
+                blocked = _BLOCKED.scalar(s, {"p_scope": run.scope_id, "p_seq": seq})
+                values["publishes"] = 0 if blocked else 1
         try:
-            _INSERT_RUN.rows(s, {name: getattr(row, name) for name in RUN_COLUMNS})
+            _INSERT_RUN.rows(s, values)
             s.commit()
-            make_transient_to_detached(row)  # as if loaded: a later add() would not insert it
-            return row, True
+            # as if loaded (a later add() would not insert it), without a second validation
+            return detached(TurnRun, [values[name] for name in RUN_COLUMNS]), True
         except IntegrityError:
             s.rollback()  # the same message, enqueued before or concurrently: theirs stands
             if not run.dedupe_key:
