@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -104,11 +107,36 @@ def test_get_review_pipeline_wires_redis_from_settings(
 def test_a_review_publishes_its_five_events_and_an_outage_never_raises(
     redis_client: redis.Redis,
 ) -> None:
-    bus = RedisEventBus(redis_client, prefix="t")
-    before = redis_client.info("stats")["total_commands_processed"]
-    ReviewPipeline(event_bus=bus).run(ReviewInput(conversation_id="c", user_message="谢谢"))
-    # INFO counts each command of a pipeline: five PUBLISHes (plus the INFO itself)
-    assert redis_client.info("stats")["total_commands_processed"] - before == 6
+    prefix = f"t{uuid.uuid4().hex[:8]}"  # this test's channels only (the server is shared)
+    bus = RedisEventBus(redis_client, prefix=prefix)
+    sent: list[list[str]] = []  # the commands of each round trip this client makes
+    real_pipeline, real_command = redis_client.pipeline, redis_client.execute_command
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+        run = pipe.execute
+
+        def execute(*a: Any, **k: Any) -> Any:
+            sent.append([str(c[0][0]) for c in pipe.command_stack])
+            return run(*a, **k)
+
+        pipe.execute = execute  # type: ignore[method-assign]
+        return pipe
+
+    def command(*args: Any, **kwargs: Any) -> Any:
+        sent.append([str(args[0])])
+        return real_command(*args, **kwargs)
+
+    with RedisEventBus(redis_client, prefix=prefix).subscribe("review.*") as events:
+        redis_client.pipeline = pipeline  # type: ignore[method-assign]
+        redis_client.execute_command = command  # type: ignore[method-assign]
+        try:
+            ReviewPipeline(event_bus=bus).run(ReviewInput(conversation_id="c", user_message="谢谢"))
+        finally:
+            del redis_client.pipeline, redis_client.execute_command
+        got = [event.type for event in (events.get(timeout=5) for _ in REVIEW_EVENTS) if event]
+    assert sent == [["PUBLISH"] * 5]  # one round trip
+    assert got == list(REVIEW_EVENTS)  # all five, in order
     dead = redis.Redis(
         host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
     )
