@@ -42,6 +42,7 @@ __all__ = [
     "load_history",
     "load_history_naive",
     "load_history_rows",
+    "save_id_for",
     "set_active_leaf",
     "write_turn",
 ]
@@ -85,8 +86,7 @@ def get_or_create_save(session: Session, *, role_id: int, scope_id: str) -> Save
     then a re-read: a worker that loses the race reads the winner's row instead of failing, and
     no IntegrityError ever aborts the caller's transaction. An unknown role raises InputError.
     """
-    _check_scope_id(scope_id)
-    save = session.get(Save, _save_id(session, role_id, scope_id))
+    save = session.get(Save, save_id_for(session, role_id, scope_id))
     assert save is not None  # it exists in this transaction
     return save
 
@@ -117,9 +117,10 @@ def _new_save_statement(dialect: str) -> FastStatement:
 _NEW_SAVE = {d: _new_save_statement(d) for d in ("postgresql", "sqlite")}
 
 
-def _save_id(session: Bind, role_id: int, scope_id: str) -> int:
+def save_id_for(session: Bind, role_id: int, scope_id: str) -> int:
     """The id of the save of ``role_id`` in ``scope_id``, created if missing (InputError for an
-    unknown role)."""
+    unknown role or a bad scope id): :func:`get_or_create_save` without loading the row."""
+    _check_scope_id(scope_id)
     params: dict[str, Any] = {"p_role": role_id, "p_scope": scope_id}
     found = _SAVE_ID.scalar(session, params)
     if found is not None:
@@ -130,27 +131,6 @@ def _save_id(session: Bind, role_id: int, scope_id: str) -> int:
     if created is None:  # a concurrent worker created it first: theirs
         created = _SAVE_ID.scalar(session, params)
     return int(created)
-
-
-_SAVE_AND_LEAF_TIME = FastStatement(
-    select(col(Save.id), col(Line.created_at))
-    .outerjoin(Line, col(Line.id) == col(Save.last_message_id))
-    .where(col(Save.role_id) == bindparam("p_role"), col(Save.scope_id) == bindparam("p_scope"))
-)
-"""A save's id and its last line's time (built once)."""
-
-
-def save_and_leaf_time(
-    session: Bind, *, role_id: int, scope_id: str
-) -> tuple[int, datetime | None]:
-    """The id of the save of ``role_id`` in ``scope_id`` (created if missing, as
-    :func:`get_or_create_save`) and when its last line was written (None: no line yet); an
-    existing save is one statement."""
-    _check_scope_id(scope_id)
-    row = _SAVE_AND_LEAF_TIME.first(session, {"p_role": role_id, "p_scope": scope_id})
-    if row is not None:
-        return int(row[0]), row[1]
-    return _save_id(session, role_id, scope_id), None
 
 
 @cache

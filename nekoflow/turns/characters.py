@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import and_, bindparam
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
 from nekoflow.errors import InputError
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, clamp_dimension
-from nekoflow.storage.dialogue import Role
+from nekoflow.storage.dialogue import Line, Role, Save
 from nekoflow.storage.fastsql import Bind, FastStatement
 
 DEFAULT_RELATIONSHIP: dict[str, int] = {
@@ -97,27 +98,47 @@ def resolve_role(session: Session, character_id: str | None) -> Role | None:
 
 
 def role_id_and_name(session: Bind, character_id: str | None) -> tuple[int, str] | None:
-    """:func:`resolve_role`'s id and name only (what dispatch needs: never the card)."""
+    """:func:`resolve_role`'s id and name only (never the card)."""
+    found = character_and_save(session, character_id, None)
+    return None if found is None else found[:2]
+
+
+def character_and_save(
+    session: Bind, character_id: str | None, scope_id: str | None
+) -> tuple[int, str, int | None, datetime | None] | None:
+    """What dispatch needs in one statement: :func:`resolve_role`'s id and name, and that
+    character's save in ``scope_id`` — its id and its last line's time — when it has one
+    (None, None otherwise)."""
+    params: dict[str, Any] = {"p_scope": scope_id}
     if character_id not in (None, ""):
         text = str(character_id).strip()
-        row = _ROLE_BY_ID.first(session, {"p_id": int(text)}) if text.isdigit() else None
+        row = _BY_ID.first(session, params | {"p_id": int(text)}) if text.isdigit() else None
         if row is None:
-            row = _ROLE_BY_NAME.first(session, {"p_name": text})
+            row = _BY_NAME.first(session, params | {"p_name": text})
     else:
-        row = _FIRST_ROLE.first(session, {})
-    return None if row is None else (int(row[0]), str(row[1]))
+        row = _FIRST.first(session, params)
+    if row is None:
+        return None
+    return int(row[0]), str(row[1]), None if row[2] is None else int(row[2]), row[3]
+
+
+def _with_save(*where: Any) -> FastStatement:
+    """A character's id and name (the first by id matching ``where``) with its save in
+    ``p_scope`` and that save's last line's time, LEFT JOINed (built once per shape)."""
+    role, save, line = (t.__table__ for t in (Role, Save, Line))  # type: ignore[attr-defined]
+    joined = role.outerjoin(
+        save, and_(save.c.role_id == role.c.id, save.c.scope_id == bindparam("p_scope"))
+    ).outerjoin(line, line.c.id == save.c.last_message_id)
+    return FastStatement(
+        sa_select(role.c.id, role.c.name, save.c.id, line.c.created_at)
+        .select_from(joined)
+        .where(*where)
+        .order_by(role.c.id)
+        .limit(1)  # the default character: without it every role would cross the wire
+    )
 
 
 _ROLE: Any = Role.__table__  # type: ignore[attr-defined]
-_ROLE_BY_ID = FastStatement(
-    sa_select(_ROLE.c.id, _ROLE.c.name).where(_ROLE.c.id == bindparam("p_id"))
-)
-_ROLE_BY_NAME = FastStatement(
-    sa_select(_ROLE.c.id, _ROLE.c.name)
-    .where(_ROLE.c.name == bindparam("p_name"))
-    .order_by(_ROLE.c.id)
-    .limit(1)
-)
-_FIRST_ROLE = FastStatement(sa_select(_ROLE.c.id, _ROLE.c.name).order_by(_ROLE.c.id).limit(1))
-"""The default character (built once). LIMIT 1: without it every role would cross the wire
-on every turn."""
+_BY_ID = _with_save(_ROLE.c.id == bindparam("p_id"))
+_BY_NAME = _with_save(_ROLE.c.name == bindparam("p_name"))
+_FIRST = _with_save()

@@ -86,10 +86,18 @@ def run_from_row(values: Sequence[Any]) -> TurnRun:
     return detached(TurnRun, values)
 
 
-def get_stage(session: Session, turn_id: str, stage: str) -> dict[str, Any] | None:
+def get_stage(session: Bind, turn_id: str, stage: str) -> dict[str, Any] | None:
     """The stored result of ``stage`` for this turn, or None when it has not completed."""
-    row = session.get(TurnStage, (turn_id, stage))
-    return None if row is None else dict(row.result)
+    result = _STAGE_RESULT.scalar(session, {"p_turn_id": turn_id, "p_stage": stage})
+    return None if result is None else dict(result)
+
+
+_STAGE_RESULT = FastStatement(
+    sa_select(_STAGE_TABLE.c.result).where(
+        _STAGE_TABLE.c.turn_id == bindparam("p_turn_id"),
+        _STAGE_TABLE.c.stage == bindparam("p_stage"),
+    )
+)
 
 
 def put_stage(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, or_, update
+from sqlalchemy import and_, bindparam, case, func, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -83,10 +83,16 @@ def claim_first_publish_if_next(session: Bind, row: TurnRun) -> None:
     row.publishes = 0 if blocked else 1
 
 
-_INSERT_RUN = FastStatement(
-    insert(_RUN_TABLE).values({n: bindparam(n, type_=_RUN_TABLE.c[n].type) for n in RUN_COLUMNS})
-)
-"""A new turn row, every column given (built once: the ORM's unit of work costs more)."""
+def _insert_run(claiming: bool) -> FastStatement:
+    """A new turn row, every column given as a bind parameter named as the column (built
+    once: the ORM's unit of work costs more), returning ``publishes``. ``claiming``: instead of
+    the given value, ``publishes`` is 1 when no earlier turn of its scope is unfinished, else 0
+    (:func:`claim_first_publish_if_next` in the same statement, under the scope's lock)."""
+    values = {n: bindparam(n, type_=_RUN_TABLE.c[n].type) for n in RUN_COLUMNS}
+    if claiming:
+        blocked = _earlier_unfinished(values["scope_id"], values["seq"])
+        values["publishes"] = case((blocked, 0), else_=1)
+    return FastStatement(insert(_RUN_TABLE).values(values).returning(_RUN_TABLE.c.publishes))
 
 
 def create_turn_run(
@@ -103,13 +109,11 @@ def create_turn_run(
     # insert that fails on it rolls back, seq included, and the stored turn is read then).
     with engine.connect() as s:
         values = run.model_dump()  # the row, as plain values (``run`` itself is not changed)
-        if run.scope_id is not None and run.status == TurnStatus.queued:
-            values["seq"] = seq = _next_seq(s, run.scope_id)
-            if claim_publish:  # as claim_first_publish_if_next, on the plain values
-                blocked = _BLOCKED.scalar(s, {"p_scope": run.scope_id, "p_seq": seq})
-                values["publishes"] = 0 if blocked else 1
+        in_order = run.scope_id is not None and run.status == TurnStatus.queued
+        if in_order:
+            values["seq"] = _next_seq(s, run.scope_id)  # the scope's lock, until the commit
         try:
-            _INSERT_RUN.rows(s, values)
+            values["publishes"] = _INSERT_RUN[claim_publish and in_order].scalar(s, values)
             s.commit()
             # as if loaded (a later add() would not insert it), without a second validation
             return detached(TurnRun, [values[name] for name in RUN_COLUMNS]), True
@@ -449,4 +453,5 @@ def _claim_next_statement() -> Any:
 
 
 _CLAIM = FastStatement(_claim_statement())
+_INSERT_RUN = {claiming: _insert_run(claiming) for claiming in (False, True)}
 _CLAIM_NEXT = FastStatement(_claim_next_statement())

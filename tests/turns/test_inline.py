@@ -268,3 +268,37 @@ def test_a_supersede_landing_while_memory_build_runs_leaves_the_user_line_once(
             select(Line).where(Line.turn_id == handle.turn_id, Line.attribute == "user")
         ).all()
         assert [line.content for line in users] == ["等一下,我还没说完"]
+
+
+def test_a_call_that_ends_between_the_read_and_the_claim_is_not_made_again(
+    deps, monkeypatch
+) -> None:
+    """Two chains of a turn: the first chain's call ends (answer stored, lease released) after
+    the second chain's llm_call read the turn but before it claims the lease. The claim then
+    succeeds (attempt 2); the model must not be asked again: the stored answer is used."""
+    from nekoflow.turns.llm_lease import claim_llm_call, release_llm_lease
+    from nekoflow.turns.models import LLMCallResult
+    from nekoflow.turns.stages import llm as llm_stage
+    from nekoflow.turns.stages.common import _save_result
+
+    handle = submit_turn(deps, "web", web_event("你在吗"))
+    for stage in ("dispatch", "before_turn"):
+        STAGE_FUNCS[stage](deps, handle.turn_id)
+    first = claim_llm_call(deps.engine, handle.turn_id, lease_seconds=60, max_attempts=3)
+    assert first.kind == "claimed" and first.attempt == 1
+    answer = LLMCallResult(text="【平静】在的。", model="first", attempts=1)
+    real_claim = llm_stage.claim_llm_call_in
+
+    def first_chain_ends_then_claim(conn, turn_id, **kwargs):  # type: ignore[no-untyped-def]
+        _save_result(deps, turn_id, "llm_call", answer, llm_lease_until=None, llm_lease_owner=None)
+        release_llm_lease(deps.engine, turn_id, first.owner)
+        return real_claim(conn, turn_id, **kwargs)
+
+    monkeypatch.setattr(llm_stage, "claim_llm_call_in", first_chain_ends_then_claim)
+    calls = deps.chat_model.calls
+    got = STAGE_FUNCS["llm_call"](deps, handle.turn_id)
+    assert deps.chat_model.calls == calls  # not asked again
+    assert got.text == answer.text and got.model == "first"
+    with Session(deps.engine) as s:
+        run = s.get(TurnRun, handle.turn_id)
+        assert run.llm_attempts == 1 and run.llm_lease_until is None  # the claim was undone

@@ -6,12 +6,12 @@ import logging
 from datetime import datetime
 
 from nekoflow.flow import store as flow_store
-from nekoflow.memory.history import save_and_leaf_time
+from nekoflow.memory.history import save_id_for
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.fastsql import Bind
 from nekoflow.turns import store
-from nekoflow.turns.characters import role_id_and_name
+from nekoflow.turns.characters import character_and_save
 from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import (
@@ -66,15 +66,16 @@ def _dispatch(deps: TurnDeps, s: Bind, turn: _Turn) -> DispatchResult:
     assert run.scope_id is not None
     req = _request(run)
     ctx = _context(run)
-    role = role_id_and_name(s, run.character_id)
-    if role is None:
+    found = character_and_save(s, run.character_id, run.scope_id)
+    if found is None:
         wanted = f" {run.character_id!r}" if run.character_id else ""
         raise TurnFailed(
             f"no character{wanted}: add one with `nekoflow character add` or set "
             "default_character_id in config.ini"
         )
-    role_id, role_name = role
-    save_id, previous = save_and_leaf_time(s, role_id=role_id, scope_id=run.scope_id)
+    role_id, role_name, save_id, previous = found
+    if save_id is None:  # the character's first turn in this scope
+        save_id = save_id_for(s, role_id, run.scope_id)
     sent_at = message_time(req.metadata, run.created_at)
     merged = [
         {"request": m, "sent_at": message_time(m.get("metadata") or {}, at).isoformat()}
