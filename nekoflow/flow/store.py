@@ -80,7 +80,7 @@ def create_or_merge(
     ``claim_publish``: a new turn that is next in its scope gets its first publication claimed
     in the same transaction (``publishes == 1``: the caller publishes it).
     """
-    from nekoflow.turns.store import _next_seq, claim_first_publish_if_next
+    from nekoflow.turns.store import _next_seq, insert_run
 
     assert run.scope_id is not None
     with Session(engine, expire_on_commit=False) as s:
@@ -110,12 +110,8 @@ def create_or_merge(
                 except IntegrityError:  # the same platform message, merged concurrently
                     s.rollback()
                     return None, merged_turn_for(engine, run.dedupe_key)
-        row = TurnRun.model_validate(run.model_dump())
-        row.seq = seq
-        if claim_publish:
-            claim_first_publish_if_next(s, row)
-        s.add(row)
         try:
+            row = insert_run(s, run, seq, claim_publish=claim_publish)
             s.commit()
         except IntegrityError:  # the same platform message, enqueued concurrently: theirs
             s.rollback()

@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.storage.dialogue import UTCDateTime
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 
 __all__ = ["candidate_rows", "corpus_stats", "lexical_ids"]
@@ -45,7 +45,7 @@ def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) 
     key = scope_token(role_id, scope_id)
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
     params = {"key": key, "terms": wanted}
-    if s.get_bind().dialect.name == "postgresql":
+    if dialect_name(s) == "postgresql":
         rows: Any = _STATS_QUERY_PG.rows(s, params)
     else:  # an expanding IN: SQLAlchemy's execute
         rows = s.connection().execute(_STATS_QUERY, params).all()

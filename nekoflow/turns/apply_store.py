@@ -18,7 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, RelationshipDelta, clamp_dimension
-from nekoflow.storage.fastsql import FastStatement
+from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.turns import DeltaLedger, Relationship, TurnRun, TurnStatus
 from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
 
@@ -118,6 +118,6 @@ def bump_relationship(
         base = clamp_dimension(start.get(dim, DEFAULT_RELATIONSHIP[dim]))
         params[f"p_start_{dim}"] = clamp_dimension(base + moves[dim])
         params[f"p_delta_{dim}"] = moves[dim]
-    row = _BUMP[session.get_bind().dialect.name].first(session, params)
+    row = _BUMP[dialect_name(session)].first(session, params)
     assert row is not None  # an upsert returns its row
     return dict(zip(RELATIONSHIP_DIMENSIONS, (int(v) for v in row[:-1]), strict=True)), int(row[-1])

@@ -74,20 +74,28 @@ def _next_seq(session: Bind, scope_id: str) -> int:
     return int(_NEXT_SEQ[dialect_name(session)].scalar(session, {"p_scope": scope_id}))
 
 
-def claim_first_publish_if_next(session: Bind, row: TurnRun) -> None:
-    """Before ``row`` is inserted, under its scope's lock (just taken by :func:`_next_seq`):
-    claim its first publication (``publishes = 1``) when no earlier turn of its scope is
-    unfinished. Whoever finishes the scope's running turn takes the same lock before it looks
-    for the next turn (:func:`claim_next_in`), so exactly one of them publishes it."""
-    blocked = _BLOCKED.scalar(session, {"p_scope": row.scope_id, "p_seq": row.seq})
-    row.publishes = 0 if blocked else 1
+def insert_run(session: Bind, run: TurnRun, seq: int | None, *, claim_publish: bool) -> TurnRun:
+    """Insert ``run`` in the caller's transaction, with ``seq`` (the scope's next, taken by
+    :func:`_next_seq`; None: the turn is not ordered, its own ``seq`` is kept), and return the
+    row (detached, as if loaded; ``run`` itself is not changed). IntegrityError on a duplicate.
+
+    ``claim_publish`` (the caller holds the scope's lock, taken by :func:`_next_seq`): the
+    turn's first publication is claimed (``publishes = 1``) when no earlier turn of its scope is
+    unfinished, in the same statement. Whoever finishes the scope's running turn takes the same
+    lock before it looks for the next turn (:func:`claim_next_in`), so exactly one of them
+    publishes it."""
+    values = run.model_dump()  # the row as plain values: no second validation
+    if seq is not None:
+        values["seq"] = seq
+    values["publishes"] = _INSERT_RUN[claim_publish and seq is not None].scalar(session, values)
+    return detached(TurnRun, [values[name] for name in RUN_COLUMNS])
 
 
 def _insert_run(claiming: bool) -> FastStatement:
     """A new turn row, every column given as a bind parameter named as the column (built
     once: the ORM's unit of work costs more), returning ``publishes``. ``claiming``: instead of
     the given value, ``publishes`` is 1 when no earlier turn of its scope is unfinished, else 0
-    (:func:`claim_first_publish_if_next` in the same statement, under the scope's lock)."""
+    (see :func:`insert_run`)."""
     values = {n: bindparam(n, type_=_RUN_TABLE.c[n].type) for n in RUN_COLUMNS}
     if claiming:
         blocked = _earlier_unfinished(values["scope_id"], values["seq"])
@@ -108,15 +116,13 @@ def create_turn_run(
     # No read first: the dedupe key's unique constraint decides (a redelivery is rare; the
     # insert that fails on it rolls back, seq included, and the stored turn is read then).
     with engine.connect() as s:
-        values = run.model_dump()  # the row, as plain values (``run`` itself is not changed)
-        in_order = run.scope_id is not None and run.status == TurnStatus.queued
-        if in_order:
-            values["seq"] = _next_seq(s, run.scope_id)  # the scope's lock, until the commit
+        seq = None
+        if run.scope_id is not None and run.status == TurnStatus.queued:
+            seq = _next_seq(s, run.scope_id)  # the scope's lock, until the commit
         try:
-            values["publishes"] = _INSERT_RUN[claim_publish and in_order].scalar(s, values)
+            row = insert_run(s, run, seq, claim_publish=claim_publish)
             s.commit()
-            # as if loaded (a later add() would not insert it), without a second validation
-            return detached(TurnRun, [values[name] for name in RUN_COLUMNS]), True
+            return row, True
         except IntegrityError:
             s.rollback()  # the same message, enqueued before or concurrently: theirs stands
             if not run.dedupe_key:
@@ -288,7 +294,7 @@ def claim_next_in(session: Bind, scope_id: str) -> TurnRun | bool | None:
 
     The lock makes this safe without a read after the commit: an enqueuer inserts under the same
     lock, so its turn is either visible here or, inserted after this commit, sees the scope free
-    and publishes itself (:func:`claim_first_publish_if_next`).
+    and publishes itself (:func:`insert_run`).
     """
     if _LOCK_SCOPE.first(session, {"p_scope": scope_id}) is None:
         return False
@@ -414,9 +420,6 @@ def first_publish(engine: Engine, turn_id: str) -> bool:
         s.commit()
         return res.rowcount == 1
 
-
-_BLOCKED = FastStatement(sa_select(_earlier_unfinished(bindparam("p_scope"), bindparam("p_seq"))))
-"""Is an earlier turn of the scope unfinished (built once; see claim_first_publish_if_next)."""
 
 _LOCK_SCOPE = FastStatement(
     select(ScopeCounter.scope_id)
