@@ -13,7 +13,7 @@ from nekoflow.flow.admission import admit
 from nekoflow.flow.notice import send_notice
 from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import store
+from nekoflow.turns import publications, store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.turns.notify import notifier_for
@@ -81,8 +81,8 @@ def submit_turn(
     if admission.superseded is not None:
         hooks.turn_ended(adapter.channel_name, "superseded", turn_id=admission.superseded)
         # The superseded turn will not hand its scope on: start the next queued turn now.
-        nxt = store.next_queued_in_scope(deps.engine, decision.scope_id)
-        if nxt is not None and store.first_publish(deps.engine, nxt.turn_id):
+        nxt = publications.next_queued_in_scope(deps.engine, decision.scope_id)
+        if nxt is not None and publications.first_publish(deps.engine, nxt.turn_id):
             publish_claimed(deps, nxt)
     if admission.kind == "skipped":
         hooks.turn_ended(adapter.channel_name, "skipped", admission.reason or "skipped")

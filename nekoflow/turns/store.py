@@ -9,11 +9,9 @@ turn cannot both move it from queued to running.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, update
+from sqlalchemy import bindparam, case, func, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -289,8 +287,8 @@ def claim_next_in(session: Bind, scope_id: str) -> TurnRun | bool | None:
     """In the caller's transaction, after it ended a turn of ``scope_id``: take the scope's
     lock, then claim the first publication of the scope's first unfinished turn if that one is
     queued and unpublished. Returns the claimed turn (the caller publishes it after its commit),
-    None when there is none, False when the scope has no lock row (use :func:`next_queued_in_scope`
-    after the commit instead).
+    None when there is none, False when the scope has no lock row (then use
+    :func:`nekoflow.turns.publications.next_queued_in_scope` after the commit).
 
     The lock makes this safe without a read after the commit: an enqueuer inserts under the same
     lock, so its turn is either visible here or, inserted after this commit, sees the scope free
@@ -300,125 +298,6 @@ def claim_next_in(session: Bind, scope_id: str) -> TurnRun | bool | None:
         return False
     row = _CLAIM_NEXT.first(session, {"p_scope": scope_id, "p_now": utcnow()})
     return None if row is None else run_from_row(row)
-
-
-def next_queued_in_scope(engine: Engine, scope_id: str) -> TurnRun | None:
-    """The earliest queued turn of a scope whose predecessors have all finished, if any."""
-    with read_session(engine) as s:
-        first_open = s.exec(
-            select(TurnRun)
-            .where(
-                TurnRun.scope_id == scope_id,
-                TurnRun.status.not_in(list(FINISHED)),  # type: ignore[attr-defined]
-            )
-            .order_by(TurnRun.seq)  # type: ignore[arg-type]
-            .limit(1)
-        ).first()
-        if first_open is None or first_open.status != TurnStatus.queued:
-            return None
-        return first_open
-
-
-def mark_published(engine: Engine, turn_ids: Iterable[str]) -> None:
-    """Count a (re)publication of each turn's chain and refresh ``updated_at``."""
-    ids = list(turn_ids)
-    if not ids:
-        return
-    with Session(engine) as s:
-        s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(TurnRun.turn_id.in_(ids))  # type: ignore[attr-defined]
-            .values(publishes=TurnRun.publishes + 1, updated_at=utcnow())
-        )
-        s.commit()
-
-
-def stuck_turns(
-    engine: Engine, *, older_than: timedelta, now: datetime | None = None
-) -> list[TurnRun]:
-    """Turns that should be moving but have not been touched for ``older_than``.
-
-    Running turns whose worker went quiet (a crashed worker, a lost message), and queued turns
-    that are next in their scope but were never started (their publish was lost).
-    """
-    cutoff = (now or utcnow()) - older_than
-    with Session(engine, expire_on_commit=False) as s:
-        rows = s.exec(
-            select(TurnRun)
-            .where(
-                TurnRun.updated_at < cutoff,  # type: ignore[arg-type]
-                or_(
-                    TurnRun.status == TurnStatus.running.value,
-                    TurnRun.status == TurnStatus.queued.value,
-                ),
-            )
-            .order_by(TurnRun.created_at)  # type: ignore[arg-type]
-        ).all()
-        out: list[TurnRun] = []
-        for run in rows:
-            if run.status == TurnStatus.running:
-                lease = run.llm_lease_until
-                if lease is not None and lease > (now or utcnow()):
-                    continue  # its LLM call is still running somewhere (the lease is renewed)
-                out.append(run)
-            elif blocking_predecessor(s, run) is None:
-                out.append(run)
-        return out
-
-
-def pending_publishes(
-    engine: Engine, *, grace: timedelta = timedelta(seconds=5), limit: int = 500
-) -> list[TurnRun]:
-    """Queued turns next in their scope whose chain was never handed to the broker (the broker
-    was unreachable when they became next), untouched for ``grace`` (an enqueuer may be
-    publishing right now): the sweeper publishes them."""
-    cutoff = utcnow() - grace
-    with Session(engine, expire_on_commit=False) as s:
-        rows = s.exec(
-            select(TurnRun)
-            .where(
-                TurnRun.status == TurnStatus.queued.value,
-                TurnRun.publishes == 0,
-                TurnRun.updated_at < cutoff,  # type: ignore[arg-type]
-            )
-            .order_by(TurnRun.created_at)  # type: ignore[arg-type]
-            .limit(limit)
-        ).all()
-        return [run for run in rows if blocking_predecessor(s, run) is None]
-
-
-def publish_failed(engine: Engine, turn_id: str) -> None:
-    """Undo a claimed first publication that did not reach the broker: the turn is pending
-    again and the sweeper will publish it."""
-    with Session(engine) as s:
-        s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(
-                and_(
-                    TurnRun.turn_id == turn_id,
-                    TurnRun.status == TurnStatus.queued.value,
-                    TurnRun.publishes == 1,
-                )
-            )
-            .values(publishes=0)
-        )
-        s.commit()
-
-
-def first_publish(engine: Engine, turn_id: str) -> bool:
-    """Claim the right to publish a turn's chain for the first time (exactly one caller wins).
-
-    Both the enqueuer and the finisher of the previous turn may decide a turn is next in its
-    scope; the conditional UPDATE makes only one of them publish.
-    """
-    with Session(engine) as s:
-        res = s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(and_(TurnRun.turn_id == turn_id, TurnRun.publishes == 0))
-            .values(publishes=1, updated_at=utcnow())
-        )
-        s.commit()
-        return res.rowcount == 1
 
 
 _LOCK_SCOPE = FastStatement(

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from nekoflow.redact import safe_error
 from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import store
+from nekoflow.turns import publications
 from nekoflow.turns.deps import TurnDeps
 
 log = logging.getLogger(__name__)
@@ -32,17 +32,17 @@ def publish_claimed(deps: TurnDeps, run: TurnRun) -> bool:
             run.turn_id,
             safe_error(exc),
         )
-        store.publish_failed(deps.engine, run.turn_id)
+        publications.publish_failed(deps.engine, run.turn_id)
         return False
 
 
 def sweep(deps: TurnDeps) -> list[str]:
     """Publish pending turns and re-publish stuck ones; returns the turn ids published."""
     published: list[str] = []
-    for run in store.pending_publishes(deps.engine):
-        if store.first_publish(deps.engine, run.turn_id) and publish_claimed(deps, run):
+    for run in publications.pending_publishes(deps.engine):
+        if publications.first_publish(deps.engine, run.turn_id) and publish_claimed(deps, run):
             published.append(run.turn_id)
-    stuck = store.stuck_turns(
+    stuck = publications.stuck_turns(
         deps.engine, older_than=timedelta(seconds=deps.settings.turn_lease_seconds)
     )
     again: list[str] = []
@@ -52,5 +52,5 @@ def sweep(deps: TurnDeps) -> list[str]:
             again.append(run.turn_id)
         except Exception as exc:  # broker still down: the next sweep tries again
             log.warning("sweeper: could not re-publish turn %s (%s)", run.turn_id, safe_error(exc))
-    store.mark_published(deps.engine, again)
+    publications.mark_published(deps.engine, again)
     return published + again

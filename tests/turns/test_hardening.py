@@ -24,7 +24,7 @@ from sqlmodel import Session
 from nekoflow.api.turns import load_turn
 from nekoflow.review.autostate_redis import RedisAutoState
 from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import store
+from nekoflow.turns import publications, store
 from nekoflow.worldbook import WorldBook, WorldBookEntry
 from nekoflow.worldbook.redis_cooldowns import RedisCooldowns
 from nekoflow.worldbook.store import WorldBookStore
@@ -204,7 +204,7 @@ def test_the_sweeper_leaves_a_turn_whose_llm_call_holds_a_live_lease(live) -> No
                 )
             )
         s.commit()
-    stuck = store.stuck_turns(live.engine, older_than=timedelta(minutes=5))
+    stuck = publications.stuck_turns(live.engine, older_than=timedelta(minutes=5))
     assert [r.turn_id for r in stuck] == ["dead"]
 
 

@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
-from nekoflow.turns import llm_lease, store
+from nekoflow.turns import llm_lease, publications, store
 from nekoflow.turns.llm_lease import claim_llm_call, claim_llm_call_in, release_llm_lease
 from tests.conftest import PG_URL
 
@@ -94,10 +94,10 @@ def test_claim_respects_scope_order(engine: Engine) -> None:
     assert store.claim(engine, "b") == "blocked"
     assert store.claim(engine, "a") == "claimed"
     assert store.claim(engine, "a") == "running"
-    assert store.next_queued_in_scope(engine, "s1") is None  # a is still running
+    assert publications.next_queued_in_scope(engine, "s1") is None  # a is still running
     store.finish(engine, "a", TurnStatus.done)
     assert store.claim(engine, "a") == "finished"
-    nxt = store.next_queued_in_scope(engine, "s1")
+    nxt = publications.next_queued_in_scope(engine, "s1")
     assert nxt is not None and nxt.turn_id == "b"
     assert store.claim(engine, "b") == "claimed"
 
@@ -146,11 +146,11 @@ def test_stuck_turns(engine: Engine) -> None:
     store.claim(engine, "c")
     store.finish(engine, "c", TurnStatus.done)
     later = utcnow() + timedelta(minutes=10)
-    stuck = store.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
+    stuck = publications.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
     assert [r.turn_id for r in stuck] == ["a"]  # b waits behind a; c is done
-    assert store.stuck_turns(engine, older_than=timedelta(minutes=5)) == []
+    assert publications.stuck_turns(engine, older_than=timedelta(minutes=5)) == []
     store.claim(engine, "a")
-    stuck = store.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
+    stuck = publications.stuck_turns(engine, older_than=timedelta(minutes=5), now=later)
     assert [r.turn_id for r in stuck] == ["a"]
 
 
@@ -196,7 +196,7 @@ def test_a_finisher_claims_the_turn_an_enqueuer_left_behind_it_exactly_once(
     with Session(engine) as s:
         assert store.claim_next_in(s, "s1") is None  # claimed once only
         s.commit()
-    assert store.first_publish(engine, "b") is False
+    assert publications.first_publish(engine, "b") is False
 
 
 def test_a_scope_without_a_lock_row_hands_off_after_the_commit(engine: Engine) -> None:

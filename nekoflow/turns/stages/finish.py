@@ -16,7 +16,7 @@ from nekoflow.storage.turns import (
     TurnRun,
     TurnStatus,
 )
-from nekoflow.turns import store
+from nekoflow.turns import publications, store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.models import DispatchResult
 from nekoflow.turns.stages.common import _request, _stored, _user_lines, render
@@ -93,6 +93,6 @@ def handoff(deps: TurnDeps, run: TurnRun) -> None:
     """Start the next queued turn of ``run``'s scope, if it is now first in line."""
     if run.scope_id is None:
         return
-    nxt = store.next_queued_in_scope(deps.engine, run.scope_id)
-    if nxt is not None and store.first_publish(deps.engine, nxt.turn_id):
+    nxt = publications.next_queued_in_scope(deps.engine, run.scope_id)
+    if nxt is not None and publications.first_publish(deps.engine, nxt.turn_id):
         publish_claimed(deps, nxt)
