@@ -68,15 +68,17 @@ def read_session(engine: Engine) -> Session:
 
 
 def create_all(engine: Engine) -> None:
-    """Create every nekoflow table that does not exist yet and add the columns a database made
-    by an older release lacks (idempotent)."""
+    """Create every nekoflow table that does not exist yet and add the columns, indexes and
+    storage options a database made by an older release lacks (idempotent)."""
     from nekoflow.memory.store import backfill
     from nekoflow.storage import tables  # noqa: F401  (registers every table on the metadata)
     from nekoflow.storage.memory import ensure_memory_index
-    from nekoflow.storage.schema import add_missing_columns
+    from nekoflow.storage.schema import add_missing_columns, tune_tables, update_indexes
 
     SQLModel.metadata.create_all(engine)
     add_missing_columns(engine, SQLModel.metadata)
+    update_indexes(engine, SQLModel.metadata)
+    tune_tables(engine)
     ensure_memory_index(engine)  # full-text index over memories (after any added columns)
     with Session(engine) as s:  # memories from before long-term memory get their terms
         if backfill(s):

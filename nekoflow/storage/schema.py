@@ -1,9 +1,12 @@
-"""Bring an existing database up to the current tables: add the columns a newer nekoflow defines.
+"""Bring an existing database up to the current tables: the columns, indexes and storage
+options a newer nekoflow defines.
 
 ``create_all`` only creates missing tables, so a database made by an older release would lack
 the columns added since (and every query naming them would fail). This adds each missing column
 with ``ALTER TABLE … ADD COLUMN``; a column that can be added must be nullable or carry a server
-default — anything else is an error naming the table and column, raised before any change.
+default — anything else is an error naming the table and column, raised before any change. It
+also creates the indexes an existing table lacks, drops the ones a release retired, and sets
+the PostgreSQL fill factor of the tables updated in place.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import logging
 
 from sqlalchemy import Column, MetaData, Table, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.schema import CreateIndex
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +82,65 @@ def add_missing_columns(engine: Engine, metadata: MetaData) -> list[str]:
     for name in added:
         log.warning("database upgraded: added column %s", name)
     return added
+
+
+RETIRED_INDEXES: dict[str, tuple[str, ...]] = {
+    # (status, updated_at): every progress update of a turn changed it, so none was HOT.
+    "turn_run": ("ix_turn_run_status_updated",),
+}
+"""Indexes an older release created that the current tables no longer define (dropped)."""
+
+FILLFACTOR: dict[str, int] = {"turn_run": 80}
+"""PostgreSQL fill factor per table: room on each page for the row's next version, so the
+frequent updates of a turn's row stay on its page (HOT) instead of adding index entries."""
+
+
+def update_indexes(engine: Engine, metadata: MetaData) -> list[str]:
+    """Create the indexes the metadata defines that an existing table lacks, and drop the
+    retired ones it still has; returns what changed (``+name``/``-name``)."""
+    insp = inspect(engine)
+    existing = set(insp.get_table_names())
+    changed: list[str] = []
+    for table in metadata.sorted_tables:
+        if table.name not in existing:
+            continue
+        have = {ix["name"] for ix in insp.get_indexes(table.name)}
+        retired = [n for n in RETIRED_INDEXES.get(table.name, ()) if n in have]
+        wanted = [ix for ix in table.indexes if ix.name not in have]
+        if not (retired or wanted):
+            continue
+        prep = engine.dialect.identifier_preparer
+        try:
+            with engine.begin() as conn:
+                for name in retired:
+                    conn.execute(text(f"DROP INDEX IF EXISTS {prep.quote(name)}"))
+                for index in wanted:
+                    # IF NOT EXISTS: two processes starting together may both create it.
+                    conn.execute(CreateIndex(index, if_not_exists=True))
+        except DBAPIError:  # the other process's CREATE won the race: fine if it is there now
+            now = {ix["name"] for ix in inspect(engine).get_indexes(table.name)}
+            if any(ix.name not in now for ix in wanted):
+                raise
+        changed += [f"-{name}" for name in retired] + [f"+{ix.name}" for ix in wanted]
+    for name in changed:
+        log.warning("database upgraded: index %s", name)
+    return changed
+
+
+def tune_tables(engine: Engine) -> list[str]:
+    """Give the tables of :data:`FILLFACTOR` their fill factor where it is not set yet
+    (PostgreSQL; it applies to pages written from then on); returns the tables changed."""
+    if engine.dialect.name != "postgresql":
+        return []
+    changed: list[str] = []
+    with engine.begin() as conn:
+        for table, factor in FILLFACTOR.items():
+            options = conn.execute(
+                text("SELECT reloptions FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}
+            ).first()
+            if options is None or f"fillfactor={factor}" in (options[0] or []):
+                continue  # no such table (yet), or already set
+            prep = engine.dialect.identifier_preparer
+            conn.execute(text(f"ALTER TABLE {prep.quote(table)} SET (fillfactor = {factor})"))
+            changed.append(table)
+    return changed

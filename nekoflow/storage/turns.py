@@ -58,7 +58,12 @@ class TurnRun(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("scope_id", "seq", name="uq_turn_run_scope_seq"),
         UniqueConstraint("dedupe_key", name="uq_turn_run_dedupe_key"),
-        Index("ix_turn_run_status_updated", "status", "updated_at"),
+        # Not on updated_at (or anything else a stage's progress update changes): an update
+        # that changes no indexed column can be a HOT update on PostgreSQL (no index entries,
+        # no bloat), and a turn's row is updated about ten times. The sweeper finds the open
+        # turns by status and reads their updated_at from the row; the runs page lists newest
+        # first within a status.
+        Index("ix_turn_run_status_created", "status", "created_at"),
     )
 
     turn_id: str = Field(primary_key=True, max_length=64)
