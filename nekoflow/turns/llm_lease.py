@@ -5,7 +5,8 @@ message was redelivered). Before calling the model, a chain takes the turn's LLM
 conditional UPDATE that also counts the attempt; while the call runs a heartbeat renews the lease
 (and ``updated_at``, so the sweeper sees the turn moving); afterwards the lease is released. A
 crashed worker's lease simply runs out. The attempt counter is the turn's own, so a re-published
-chain does not start counting again.
+chain does not start counting again. The same lease covers an LLM review's call
+(:func:`claim_review_call_in`), which counts no attempt.
 """
 
 from __future__ import annotations
@@ -118,6 +119,61 @@ def claim_llm_call_in(
         # never report attempts as used up that are not.
         return LeaseAttempt("busy", attempt=attempts, wait_seconds=0.2)
     return LeaseAttempt("exhausted", attempt=attempts)
+
+
+def _lease_only_statement() -> Any:
+    """Take the lease of a running turn (``p_turn_id``) whose lease is free, counting no
+    attempt and leaving its stage as is; returns the turn id."""
+    at = _RUN.c.updated_at.type
+    now = bindparam("p_now", type_=at)
+    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
+    return (
+        update(_RUN)
+        .where(
+            and_(
+                _RUN.c.turn_id == bindparam("p_turn_id"),
+                _RUN.c.status == TurnStatus.running.value,
+                free,
+            )
+        )
+        .values(
+            llm_lease_until=bindparam("p_until", type_=at),
+            llm_lease_owner=bindparam("p_owner"),
+            updated_at=now,
+        )
+        .returning(_RUN.c.turn_id)
+    )
+
+
+_CLAIM_LEASE_ONLY = FastStatement(_lease_only_statement())
+
+
+def claim_review_call_in(conn: Connection, turn_id: str, *, lease_seconds: float) -> LeaseAttempt:
+    """Take the turn's model-call lease for an LLM review's call, in the caller's transaction
+    (commit before calling): the same lease as the reply's call, so at most one model call of a
+    turn is in flight across its chains. No attempt is counted (a failed review falls back to
+    the rules; it is never retried). ``claimed`` (with ``owner``), ``busy`` (``wait_seconds``)
+    or ``not_running``."""
+    now = utcnow()
+    owner = uuid.uuid4().hex
+    params = {
+        "p_turn_id": turn_id,
+        "p_now": now,
+        "p_until": now + timedelta(seconds=lease_seconds),
+        "p_owner": owner,
+    }
+    if _CLAIM_LEASE_ONLY.first(conn, params) is not None:
+        return LeaseAttempt("claimed", owner=owner)
+    cur = _LEASE_STATE.first(conn, {"p_turn_id": turn_id})
+    if cur is None or cur[0] != TurnStatus.running.value:
+        return LeaseAttempt("not_running")
+    until = cur[2]
+    if until is not None and until.tzinfo is None:
+        until = until.replace(tzinfo=now.tzinfo)
+    # Held when the UPDATE ran: until it runs out, or look again shortly if it was released
+    # in between (that call has just ended; its result may be stored now).
+    wait = (until - now).total_seconds() if until is not None and until >= now else 0.2
+    return LeaseAttempt("busy", wait_seconds=wait)
 
 
 def renew_llm_lease(engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> bool:

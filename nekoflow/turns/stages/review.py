@@ -13,11 +13,14 @@ from nekoflow.storage import read_session
 from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.errors import StageBusy, TurnNotRunnable
+from nekoflow.turns.llm_lease import LeaseHeartbeat, claim_review_call_in, release_llm_lease
 from nekoflow.turns.models import (
     BeforeTurnResult,
     DispatchResult,
     MemoryBuildResult,
 )
+from nekoflow.turns.stage_store import get_stage
 from nekoflow.turns.stages.common import (
     _load,
     _request,
@@ -27,7 +30,7 @@ from nekoflow.turns.stages.common import (
     turn_user_text,
 )
 from nekoflow.turns.usage import TurnUsage
-from nekoflow.usage.meter import metered
+from nekoflow.usage.meter import UsageEntry, metered
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +94,7 @@ def _review_input(turn: _Turn, memories: list[dict[str, Any]] | None = None) -> 
 def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     """Run the review pipeline (rule or llm mode, with its events) on this turn. The rules
     run in the transaction that reads the turn and stores the result; a model's review is
-    not waited for with a transaction open."""
+    not waited for with a transaction open, and holds the turn's model-call lease."""
     if getattr(deps.review, "mode", "rule") == "llm":
         return _review(deps, turn_id, None)
     with deps.engine.connect() as s:  # Core statements only: no Session needed
@@ -104,10 +107,62 @@ def _review(deps: TurnDeps, turn_id: str, s: Bind | None) -> ReviewOutput:
     if stored is not None:
         return stored
     inp = _review_input(turn, _shown_memories(deps, turn))
-    with metered() as calls:  # an LLM review's calls are paid for too: count them
-        output = deps.review.run(inp)
+    if s is not None:  # the rules: no model call, no lease
+        with metered() as calls:
+            output = deps.review.run(inp)
+        return _keep(deps, turn, output, calls, s)
+    owner = _claim_review_call(deps, turn_id)
+    if isinstance(owner, ReviewOutput):
+        return owner  # another chain's review ended just now: theirs
+    lease = deps.settings.llm_lease_seconds
+    try:
+        with (
+            LeaseHeartbeat(deps.engine, turn_id, owner, lease_seconds=lease),
+            metered() as calls,  # an LLM review's calls are paid for too: count them
+        ):
+            output = deps.review.run(inp)
+    except BaseException:
+        release_llm_lease(deps.engine, turn_id, owner)
+        raise
+    # Stored and the lease given back in one transaction.
+    return _keep(deps, turn, output, calls, None, llm_lease_until=None, llm_lease_owner=None)
+
+
+def _claim_review_call(deps: TurnDeps, turn_id: str) -> str | ReviewOutput:
+    """Take the turn's model-call lease for this review (its owner), or the review another
+    chain stored after this one read the turn; StageBusy while another chain's call runs."""
+    with deps.engine.connect() as conn:
+        claim = claim_review_call_in(conn, turn_id, lease_seconds=deps.settings.llm_lease_seconds)
+        if claim.kind == "claimed":
+            # The claim waited for a commit that may have stored the review (and released the
+            # lease) after this stage read the turn: look again, in a fresh statement.
+            again = get_stage(conn, turn_id, "review")
+            if again is not None:
+                conn.rollback()  # the claim is undone
+                return ReviewOutput.model_validate(again)
+        conn.commit()
+    if claim.kind == "busy":
+        raise StageBusy(
+            "review model call in flight in another chain", wait_seconds=claim.wait_seconds
+        )
+    if claim.kind != "claimed":
+        raise TurnNotRunnable(f"turn {turn_id} is not running; review does not run")
+    return claim.owner
+
+
+def _keep(
+    deps: TurnDeps,
+    turn: _Turn,
+    output: ReviewOutput,
+    calls: list[UsageEntry],
+    s: Bind | None,
+    **run_fields: Any,
+) -> ReviewOutput:
+    """Store the review with its usage rows (or take the one another chain stored)."""
     d = turn.required("dispatch", DispatchResult)
     usage = TurnUsage(turn.run, d, "review", calls)
-    kept = _save_result(deps, turn_id, "review", output, also=usage, session=s)
+    kept = _save_result(
+        deps, turn.run.turn_id, "review", output, also=usage, session=s, **run_fields
+    )
     usage.count(deps)
     return kept
