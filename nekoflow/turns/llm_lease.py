@@ -52,57 +52,53 @@ def claim_llm_call(
         )
 
 
-def _claim_statement() -> Any:
-    """Count an attempt and take the lease of a running turn (``p_turn_id``) whose lease is
-    free and whose attempts (``p_max``) are not used up; returns the attempt number."""
+def _claim_statement(*, counting: bool) -> Any:
+    """Take the lease of a running turn (``p_turn_id``) whose lease is free; ``counting``: also
+    count an attempt (only while ``p_max`` are not used up) and record the stage as
+    ``llm_call``. Returns the turn's attempt count."""
     at = _RUN.c.updated_at.type
     now = bindparam("p_now", type_=at)
-    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
-    return (
-        update(_RUN)
-        .where(
-            and_(
-                _RUN.c.turn_id == bindparam("p_turn_id"),
-                _RUN.c.status == TurnStatus.running.value,
-                _RUN.c.llm_attempts < bindparam("p_max"),
-                free,
-            )
-        )
-        .values(
-            llm_attempts=_RUN.c.llm_attempts + 1,
-            llm_lease_until=bindparam("p_until", type_=at),
-            llm_lease_owner=bindparam("p_owner"),
-            stage="llm_call",
-            updated_at=now,
-        )
-        .returning(_RUN.c.llm_attempts)
-    )
+    where = [
+        _RUN.c.turn_id == bindparam("p_turn_id"),
+        _RUN.c.status == TurnStatus.running.value,
+        or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now),
+    ]
+    values: dict[str, Any] = {
+        "llm_lease_until": bindparam("p_until", type_=at),
+        "llm_lease_owner": bindparam("p_owner"),
+        "updated_at": now,
+    }
+    if counting:
+        where.append(_RUN.c.llm_attempts < bindparam("p_max"))
+        values |= {"llm_attempts": _RUN.c.llm_attempts + 1, "stage": "llm_call"}
+    return update(_RUN).where(and_(*where)).values(values).returning(_RUN.c.llm_attempts)
 
 
-_CLAIM = FastStatement(_claim_statement())
+_CLAIM = FastStatement(_claim_statement(counting=True))
+_CLAIM_UNCOUNTED = FastStatement(_claim_statement(counting=False))
 _LEASE_STATE = FastStatement(
     select(_RUN.c.status, _RUN.c.llm_attempts, _RUN.c.llm_lease_until).where(
         _RUN.c.turn_id == bindparam("p_turn_id")
     )
 )
-"""Built once: the claim runs before every model call."""
+"""Built once: a claim runs before every model call."""
 
 
-def claim_llm_call_in(
-    conn: Connection, turn_id: str, *, lease_seconds: float, max_attempts: int
+def _claim(
+    conn: Connection, turn_id: str, lease_seconds: float, max_attempts: int | None
 ) -> LeaseAttempt:
-    """:func:`claim_llm_call` in the caller's transaction (which must commit before the call:
-    the lease only counts once it is visible to the other chains)."""
+    """Claim the lease (counting the attempt unless ``max_attempts`` is None), or say why not."""
     now = utcnow()
     owner = uuid.uuid4().hex
     params = {
         "p_turn_id": turn_id,
-        "p_max": max_attempts,
         "p_now": now,
         "p_until": now + timedelta(seconds=lease_seconds),
         "p_owner": owner,
     }
-    row = _CLAIM.first(conn, params)
+    if max_attempts is not None:
+        params["p_max"] = max_attempts
+    row = (_CLAIM if max_attempts is not None else _CLAIM_UNCOUNTED).first(conn, params)
     if row is not None:
         return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
     cur = _LEASE_STATE.first(conn, {"p_turn_id": turn_id})
@@ -113,39 +109,20 @@ def claim_llm_call_in(
         until = until.replace(tzinfo=now.tzinfo)
     if until is not None and until >= now:
         return LeaseAttempt("busy", attempt=attempts, wait_seconds=(until - now).total_seconds())
-    if attempts < max_attempts:
+    if max_attempts is None or attempts < max_attempts:
         # The lease was held when the UPDATE ran and released before this read: the other
-        # chain's call has just ended (its answer may be stored now). Look again shortly —
+        # chain's call has just ended (its result may be stored now). Look again shortly —
         # never report attempts as used up that are not.
         return LeaseAttempt("busy", attempt=attempts, wait_seconds=0.2)
     return LeaseAttempt("exhausted", attempt=attempts)
 
 
-def _lease_only_statement() -> Any:
-    """Take the lease of a running turn (``p_turn_id``) whose lease is free, counting no
-    attempt and leaving its stage as is; returns the turn id."""
-    at = _RUN.c.updated_at.type
-    now = bindparam("p_now", type_=at)
-    free = or_(_RUN.c.llm_lease_until.is_(None), _RUN.c.llm_lease_until < now)
-    return (
-        update(_RUN)
-        .where(
-            and_(
-                _RUN.c.turn_id == bindparam("p_turn_id"),
-                _RUN.c.status == TurnStatus.running.value,
-                free,
-            )
-        )
-        .values(
-            llm_lease_until=bindparam("p_until", type_=at),
-            llm_lease_owner=bindparam("p_owner"),
-            updated_at=now,
-        )
-        .returning(_RUN.c.turn_id)
-    )
-
-
-_CLAIM_LEASE_ONLY = FastStatement(_lease_only_statement())
+def claim_llm_call_in(
+    conn: Connection, turn_id: str, *, lease_seconds: float, max_attempts: int
+) -> LeaseAttempt:
+    """:func:`claim_llm_call` in the caller's transaction (which must commit before the call:
+    the lease only counts once it is visible to the other chains)."""
+    return _claim(conn, turn_id, lease_seconds, max_attempts)
 
 
 def claim_review_call_in(conn: Connection, turn_id: str, *, lease_seconds: float) -> LeaseAttempt:
@@ -154,26 +131,7 @@ def claim_review_call_in(conn: Connection, turn_id: str, *, lease_seconds: float
     turn is in flight across its chains. No attempt is counted (a failed review falls back to
     the rules; it is never retried). ``claimed`` (with ``owner``), ``busy`` (``wait_seconds``)
     or ``not_running``."""
-    now = utcnow()
-    owner = uuid.uuid4().hex
-    params = {
-        "p_turn_id": turn_id,
-        "p_now": now,
-        "p_until": now + timedelta(seconds=lease_seconds),
-        "p_owner": owner,
-    }
-    if _CLAIM_LEASE_ONLY.first(conn, params) is not None:
-        return LeaseAttempt("claimed", owner=owner)
-    cur = _LEASE_STATE.first(conn, {"p_turn_id": turn_id})
-    if cur is None or cur[0] != TurnStatus.running.value:
-        return LeaseAttempt("not_running")
-    until = cur[2]
-    if until is not None and until.tzinfo is None:
-        until = until.replace(tzinfo=now.tzinfo)
-    # Held when the UPDATE ran: until it runs out, or look again shortly if it was released
-    # in between (that call has just ended; its result may be stored now).
-    wait = (until - now).total_seconds() if until is not None and until >= now else 0.2
-    return LeaseAttempt("busy", wait_seconds=wait)
+    return _claim(conn, turn_id, lease_seconds, None)
 
 
 def renew_llm_lease(engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> bool:
