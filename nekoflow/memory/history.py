@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from sqlalchemy import Integer, Select, bindparam, insert, literal, select, update
+from sqlalchemy import Integer, Select, bindparam, insert, literal, select, true, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import make_transient_to_detached
@@ -134,11 +134,15 @@ def save_id_for(session: Bind, role_id: int, scope_id: str) -> int:
 
 
 @cache
-def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
+def _active_path_query(limited: bool, orm: bool, lateral: bool = False) -> Select[Any]:
     """The active-path statement: ``(line…, path_id, path_parent_id, path_mark)``; mark 1 = leaf.
 
     ``line`` is the ``Line`` entity (``orm``) or Line's columns spread out. Built once per shape
     with bind parameters ``save_id`` (and ``limit``), so calls reuse the compiled-statement cache.
+    ``lateral`` (PostgreSQL): each step finds the parent in a ``LATERAL … LIMIT 1`` subquery, a
+    primary-key lookup per step whatever the planner's statistics say — as a plain join, a table
+    not analyzed yet (or small for its statistics) got a hash join that scans all of ``line``
+    on every step: 1.5 s instead of 9 ms for a 4,000-line path, measured.
     """
     save_id = bindparam("save_id", type_=Integer)
     leaf_id = select(Save.last_message_id).where(col(Save.id) == save_id).scalar_subquery()
@@ -146,17 +150,25 @@ def _active_path_query(limited: bool, orm: bool) -> Select[Any]:
         col(Line.id) == leaf_id, col(Line.save_id) == save_id
     )
     path = anchor.cte("active_path", recursive=True)
-    if not limited:
-        # mark 0 for every step: UNION drops rows seen before, so a cycle cannot recurse forever.
-        step = select(col(Line.id), col(Line.parent_line_id), literal(0).label("mark"))
-        step = step.join(path, col(Line.id) == path.c.parent_line_id)
-        path = path.union(step)
+    if lateral:
+        parent: Any = (
+            select(col(Line.id), col(Line.parent_line_id))
+            .where(col(Line.id) == path.c.parent_line_id)
+            .limit(1)
+            .lateral("parent")
+        )
+        source: Any = path.join(parent, true())
     else:
-        # mark is the depth (leaf = 1); the bound ends the recursion, cycle or not.
-        limit = bindparam("limit", type_=Integer)
-        step = select(col(Line.id), col(Line.parent_line_id), path.c.mark + 1)
-        step = step.join(path, col(Line.id) == path.c.parent_line_id)
-        path = path.union_all(step.where(path.c.mark < limit))
+        parent = Line.__table__
+        source = path.join(parent, parent.c.id == path.c.parent_line_id)
+    # mark 0 for every step: UNION drops rows seen before, so a cycle cannot recurse forever.
+    # Limited: mark is the depth (leaf = 1); the bound ends the recursion, cycle or not.
+    mark = path.c.mark + 1 if limited else literal(0)
+    step = select(parent.c.id, parent.c.parent_line_id, mark).select_from(source)
+    if limited:
+        path = path.union_all(step.where(path.c.mark < bindparam("limit", type_=Integer)))
+    else:
+        path = path.union(step)
     # A parent link into another save (corrupt data) is followed by the recursion but filtered
     # out here, so the walk ends at it. (Filtering inside the recursive step is 3-5x slower on
     # SQLite, whose planner then builds a Bloom filter on every step.)
@@ -180,9 +192,9 @@ LineRow = namedtuple("LineRow", [*_LINE_NAMES, "path_id", "path_parent_id", "pat
 
 
 @cache
-def _path_rows(limited: bool) -> FastStatement:
+def _path_rows(limited: bool, dialect: str) -> FastStatement:
     """The active-path statement on the driver's cursor (Line's columns spread out)."""
-    return FastStatement(_active_path_query(limited, orm=False))
+    return FastStatement(_active_path_query(limited, False, dialect == "postgresql"))
 
 
 def _load_path(session: Bind, save_id: int, limit: int | None, orm: bool) -> list[Any]:
@@ -197,10 +209,12 @@ def _load_path(session: Bind, save_id: int, limit: int | None, orm: bool) -> lis
     items: dict[int, Any] = {}
     parents: dict[int, int | None] = {}
     leaf_id: int | None = None
+    dialect = dialect_name(session)
     if orm:
-        rows: Any = session.execute(_active_path_query(limit is not None, orm), params)
+        query = _active_path_query(limit is not None, orm, dialect == "postgresql")
+        rows: Any = session.execute(query, params)
     else:
-        rows = map(LineRow._make, _path_rows(limit is not None).rows(session, params))
+        rows = map(LineRow._make, _path_rows(limit is not None, dialect).rows(session, params))
     for row in rows:
         line_id, parent_id, mark = row[-3:]
         items[line_id] = row[0] if orm else row

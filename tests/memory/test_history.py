@@ -24,6 +24,7 @@ from nekoflow.memory.history import (
 )
 from nekoflow.storage import session_scope
 from nekoflow.storage.dialogue import Line, Role, Save
+from tests.conftest import PG_URL
 
 
 @pytest.fixture
@@ -388,3 +389,64 @@ def test_load_history_rows_match_the_orm_lines_and_feed_the_builder(
         ]
     )
     assert load_history_rows(session, save.id + 999) == []
+
+
+def _seq_scans_of_line_in_the_step(plan: dict) -> list[str]:
+    """Seq scans of ``line`` under the Recursive Union's recursive term (its second child)."""
+    found: list[str] = []
+
+    def walk(node: dict, in_step: bool) -> None:
+        if in_step and node.get("Node Type") == "Seq Scan" and node.get("Relation Name") == "line":
+            found.append(node["Node Type"])
+        children = node.get("Plans", [])
+        for i, child in enumerate(children):
+            walk(child, in_step or (node.get("Node Type") == "Recursive Union" and i == 1))
+
+    walk(plan, False)
+    return found
+
+
+@pytest.mark.parametrize(
+    "db_url",
+    [pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL"))],
+    indirect=True,
+)
+def test_each_step_of_the_path_is_a_key_lookup_whatever_the_statistics(
+    engine: Engine, role_id: int
+) -> None:
+    """PostgreSQL plans the recursive step from the table's statistics: as a plain join, a
+    ``line`` table not analyzed yet got a hash join that scanned every line on every step
+    (quadratic in the path's length). The step must look the parent up by key either way."""
+    from nekoflow.memory.history import _active_path_query
+
+    n = 3000
+    with session_scope(engine) as s:
+        save = get_or_create_save(s, role_id=role_id, scope_id="web:long")
+        save_id = save.id
+    with engine.begin() as conn:  # one long path, the table never analyzed
+        conn.exec_driver_sql(
+            "INSERT INTO line (save_id, parent_line_id, attribute, content, turn_id, created_at)"
+            " SELECT %(save)s, NULL, 'user', 'line ' || g, 't' || g, now()"
+            " FROM generate_series(1, %(n)s) g",
+            {"save": save_id, "n": n},
+        )
+        conn.exec_driver_sql(
+            "UPDATE line SET parent_line_id = l.prev FROM (SELECT id, lag(id) OVER (ORDER BY id)"
+            " AS prev FROM line WHERE save_id = %(save)s) l WHERE line.id = l.id",
+            {"save": save_id},
+        )
+        conn.exec_driver_sql(
+            "UPDATE save SET last_message_id = (SELECT max(id) FROM line WHERE save_id = %(s)s)"
+            " WHERE id = %(s)s",
+            {"s": save_id},
+        )
+    with engine.connect() as conn:
+        assert len(load_history_rows(conn, save_id)) == n
+        assert len(load_history_rows(conn, save_id, limit=50)) == 50
+        for limited in (False, True):
+            compiled = _active_path_query(limited, False, True).compile(dialect=engine.dialect)
+            params = compiled.construct_params({"save_id": save_id, "limit": 50})
+            (plan,) = conn.exec_driver_sql(
+                f"EXPLAIN (FORMAT JSON) {compiled.string}", params
+            ).scalar()
+            assert _seq_scans_of_line_in_the_step(plan["Plan"]) == []
