@@ -95,19 +95,32 @@ FILLFACTOR: dict[str, int] = {"turn_run": 80}
 frequent updates of a turn's row stay on its page (HOT) instead of adding index entries."""
 
 
+def _index_names(engine: Engine) -> set[str]:
+    """Every index name in the database's current schema, in one catalog query (index names
+    are unique per schema on both databases)."""
+    sql = (
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+        if engine.dialect.name == "postgresql"
+        else "SELECT name FROM sqlite_master WHERE type = 'index'"
+    )
+    with engine.connect() as conn:
+        return {row[0] for row in conn.execute(text(sql))}
+
+
 def update_indexes(engine: Engine, metadata: MetaData) -> list[str]:
     """Create the indexes the metadata defines that an existing table lacks, and drop the
     retired ones it still has; returns what changed (``+name``/``-name``)."""
-    insp = inspect(engine)
-    existing = set(insp.get_table_names())
+    have = _index_names(engine)
+    existing: set[str] | None = None
     changed: list[str] = []
     for table in metadata.sorted_tables:
-        if table.name not in existing:
-            continue
-        have = {ix["name"] for ix in insp.get_indexes(table.name)}
         retired = [n for n in RETIRED_INDEXES.get(table.name, ()) if n in have]
         wanted = [ix for ix in table.indexes if ix.name not in have]
         if not (retired or wanted):
+            continue
+        if existing is None:  # only when something may be missing (a new table has them all)
+            existing = set(inspect(engine).get_table_names())
+        if table.name not in existing:
             continue
         prep = engine.dialect.identifier_preparer
         try:
@@ -118,8 +131,7 @@ def update_indexes(engine: Engine, metadata: MetaData) -> list[str]:
                     # IF NOT EXISTS: two processes starting together may both create it.
                     conn.execute(CreateIndex(index, if_not_exists=True))
         except DBAPIError:  # the other process's CREATE won the race: fine if it is there now
-            now = {ix["name"] for ix in inspect(engine).get_indexes(table.name)}
-            if any(ix.name not in now for ix in wanted):
+            if any(ix.name not in _index_names(engine) for ix in wanted):
                 raise
         changed += [f"-{name}" for name in retired] + [f"+{ix.name}" for ix in wanted]
     for name in changed:
