@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.fastsql import FastStatement
 from nekoflow.storage.turns import TurnRun, TurnStatus
+from nekoflow.turns.stage_store import get_stage
 
 _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
 
@@ -32,10 +33,13 @@ _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
 class LeaseAttempt:
     """The outcome of trying to claim a turn's LLM call."""
 
-    kind: Literal["claimed", "busy", "exhausted", "not_running"]
+    kind: Literal["claimed", "stored", "busy", "exhausted", "not_running"]
     attempt: int = 0
     owner: str = ""
     wait_seconds: float = 0.0
+    #: ``stored``: the result another chain's call stored just before this claim; the caller
+    #: rolls its transaction back (the claim is undone) and uses it.
+    stored: dict[str, Any] | None = None
 
 
 def claim_llm_call(
@@ -44,12 +48,18 @@ def claim_llm_call(
     """Claim the LLM call of ``turn_id`` and count the attempt, in one conditional UPDATE.
 
     ``busy``: another chain's call is in flight (``wait_seconds`` until its lease runs out);
-    ``exhausted``: the turn has used all ``max_attempts``; ``not_running``: the turn is not running.
+    ``exhausted``: the turn has used all ``max_attempts``; ``not_running``: the turn is not running;
+    ``stored``: another chain's answer is stored (nothing is claimed).
     """
-    with engine.begin() as conn:
-        return claim_llm_call_in(
+    with engine.connect() as conn:
+        claim = claim_llm_call_in(
             conn, turn_id, lease_seconds=lease_seconds, max_attempts=max_attempts
         )
+        if claim.kind == "stored":
+            conn.rollback()
+        else:
+            conn.commit()
+        return claim
 
 
 def _claim_statement(*, counting: bool) -> Any:
@@ -85,9 +95,10 @@ _LEASE_STATE = FastStatement(
 
 
 def _claim(
-    conn: Connection, turn_id: str, lease_seconds: float, max_attempts: int | None
+    conn: Connection, turn_id: str, stage: str, lease_seconds: float, max_attempts: int | None
 ) -> LeaseAttempt:
-    """Claim the lease (counting the attempt unless ``max_attempts`` is None), or say why not."""
+    """Claim the lease for ``stage``'s call (counting the attempt unless ``max_attempts`` is
+    None), or say why not — ``stored`` when that stage's result is stored by now."""
     now = utcnow()
     owner = uuid.uuid4().hex
     params = {
@@ -100,7 +111,16 @@ def _claim(
         params["p_max"] = max_attempts
     row = (_CLAIM if max_attempts is not None else _CLAIM_UNCOUNTED).first(conn, params)
     if row is not None:
-        return LeaseAttempt("claimed", attempt=int(row[0]), owner=owner)
+        attempt = int(row[0])
+        if max_attempts is None or attempt > 1:
+            # Someone held the lease before: their call may have ended after the caller read
+            # the turn, storing its result and releasing the lease in one commit. The claim
+            # waited for that commit, but a statement keeps the snapshot it started with (READ
+            # COMMITTED): look again in a fresh one. (A first counted attempt had no one before.)
+            stored = get_stage(conn, turn_id, stage)
+            if stored is not None:
+                return LeaseAttempt("stored", attempt=attempt, stored=stored)
+        return LeaseAttempt("claimed", attempt=attempt, owner=owner)
     cur = _LEASE_STATE.first(conn, {"p_turn_id": turn_id})
     if cur is None or cur[0] != TurnStatus.running.value:
         return LeaseAttempt("not_running")
@@ -121,17 +141,17 @@ def claim_llm_call_in(
     conn: Connection, turn_id: str, *, lease_seconds: float, max_attempts: int
 ) -> LeaseAttempt:
     """:func:`claim_llm_call` in the caller's transaction (which must commit before the call:
-    the lease only counts once it is visible to the other chains)."""
-    return _claim(conn, turn_id, lease_seconds, max_attempts)
+    the lease only counts once it is visible to the other chains; on ``stored`` it rolls back)."""
+    return _claim(conn, turn_id, "llm_call", lease_seconds, max_attempts)
 
 
 def claim_review_call_in(conn: Connection, turn_id: str, *, lease_seconds: float) -> LeaseAttempt:
     """Take the turn's model-call lease for an LLM review's call, in the caller's transaction
     (commit before calling): the same lease as the reply's call, so at most one model call of a
     turn is in flight across its chains. No attempt is counted (a failed review falls back to
-    the rules; it is never retried). ``claimed`` (with ``owner``), ``busy`` (``wait_seconds``)
-    or ``not_running``."""
-    return _claim(conn, turn_id, lease_seconds, None)
+    the rules; it is never retried). ``claimed`` (with ``owner``), ``stored`` (another chain's
+    review: roll back and use it), ``busy`` (``wait_seconds``) or ``not_running``."""
+    return _claim(conn, turn_id, "review", lease_seconds, None)
 
 
 def renew_llm_lease(engine: Engine, turn_id: str, owner: str, *, lease_seconds: float) -> bool:

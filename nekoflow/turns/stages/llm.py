@@ -9,7 +9,6 @@ from nekoflow.llm.base import LLMError
 from nekoflow.llm.streaming import complete_streaming
 from nekoflow.observability import hooks
 from nekoflow.settings import Settings
-from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import (
     LLMAttemptFailed,
@@ -66,14 +65,9 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
             lease_seconds=settings.llm_lease_seconds,
             max_attempts=settings.llm_max_attempts,
         )
-        if claim.kind == "claimed" and claim.attempt > 1:
-            # An earlier attempt's lease was free: that call may have ended just now, storing
-            # its answer after this stage read the turn (the claim waited for its commit, and
-            # a statement's subqueries would not see it): look again before calling.
-            again = store.get_stage(s, turn_id, "llm_call")
-            if again is not None:
-                s.rollback()  # the claim and its attempt are undone
-                return LLMCallResult.model_validate(again)
+        if claim.kind == "stored":  # another chain's call ended after this stage's read
+            s.rollback()  # the claim and its attempt are undone
+            return LLMCallResult.model_validate(claim.stored)
         s.commit()
     if claim.kind == "busy":
         raise StageBusy("LLM call in flight in another chain", wait_seconds=claim.wait_seconds)

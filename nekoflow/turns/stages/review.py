@@ -20,7 +20,6 @@ from nekoflow.turns.models import (
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stage_store import get_stage
 from nekoflow.turns.stages.common import (
     _load,
     _request,
@@ -96,50 +95,29 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     run in the transaction that reads the turn and stores the result; a model's review is
     not waited for with a transaction open, and holds the turn's model-call lease."""
     if getattr(deps.review, "mode", "rule") == "llm":
-        return _review(deps, turn_id, None)
+        return _llm_review(deps, turn_id)
     with deps.engine.connect() as s:  # Core statements only: no Session needed
-        return _review(deps, turn_id, s)
+        turn = _running(deps, turn_id, "review", s)
+        stored = turn.result("review", ReviewOutput)
+        if stored is not None:
+            return stored
+        with metered() as calls:  # the rules: no lease (and no model call to pay for)
+            output = deps.review.run(_review_input(turn))  # rule mode is shown no memories
+        return _keep(deps, turn, output, calls, s)
 
 
-def _review(deps: TurnDeps, turn_id: str, s: Bind | None) -> ReviewOutput:
-    turn = _running(deps, turn_id, "review", s)
+def _llm_review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
+    turn = _running(deps, turn_id, "review")
     stored = turn.result("review", ReviewOutput)
     if stored is not None:
         return stored
     inp = _review_input(turn, _shown_memories(deps, turn))
-    if s is not None:  # the rules: no model call, no lease
-        with metered() as calls:
-            output = deps.review.run(inp)
-        return _keep(deps, turn, output, calls, s)
-    owner = _claim_review_call(deps, turn_id)
-    if isinstance(owner, ReviewOutput):
-        return owner  # another chain's review ended just now: theirs
     lease = deps.settings.llm_lease_seconds
-    try:
-        with (
-            LeaseHeartbeat(deps.engine, turn_id, owner, lease_seconds=lease),
-            metered() as calls,  # an LLM review's calls are paid for too: count them
-        ):
-            output = deps.review.run(inp)
-    except BaseException:
-        release_llm_lease(deps.engine, turn_id, owner)
-        raise
-    # Stored and the lease given back in one transaction.
-    return _keep(deps, turn, output, calls, None, llm_lease_until=None, llm_lease_owner=None)
-
-
-def _claim_review_call(deps: TurnDeps, turn_id: str) -> str | ReviewOutput:
-    """Take the turn's model-call lease for this review (its owner), or the review another
-    chain stored after this one read the turn; StageBusy while another chain's call runs."""
     with deps.engine.connect() as conn:
-        claim = claim_review_call_in(conn, turn_id, lease_seconds=deps.settings.llm_lease_seconds)
-        if claim.kind == "claimed":
-            # The claim waited for a commit that may have stored the review (and released the
-            # lease) after this stage read the turn: look again, in a fresh statement.
-            again = get_stage(conn, turn_id, "review")
-            if again is not None:
-                conn.rollback()  # the claim is undone
-                return ReviewOutput.model_validate(again)
+        claim = claim_review_call_in(conn, turn_id, lease_seconds=lease)
+        if claim.kind == "stored":  # another chain's review ended after this stage's read
+            conn.rollback()  # the claim is undone
+            return ReviewOutput.model_validate(claim.stored)
         conn.commit()
     if claim.kind == "busy":
         raise StageBusy(
@@ -147,7 +125,17 @@ def _claim_review_call(deps: TurnDeps, turn_id: str) -> str | ReviewOutput:
         )
     if claim.kind != "claimed":
         raise TurnNotRunnable(f"turn {turn_id} is not running; review does not run")
-    return claim.owner
+    try:
+        with (
+            LeaseHeartbeat(deps.engine, turn_id, claim.owner, lease_seconds=lease),
+            metered() as calls,  # an LLM review's calls are paid for too: count them
+        ):
+            output = deps.review.run(inp)
+    except BaseException:
+        release_llm_lease(deps.engine, turn_id, claim.owner)
+        raise
+    # Stored and the lease given back in one transaction.
+    return _keep(deps, turn, output, calls, None, llm_lease_until=None, llm_lease_owner=None)
 
 
 def _keep(
