@@ -166,7 +166,7 @@ def supersede_running(engine: Engine, scope_id: str) -> str | None:
     stage; nothing is applied or sent. A turn still being dispatched is not superseded (the new
     message queues behind it).
     """
-    from nekoflow.memory.history import _lock_save, _turn_lines, set_active_leaf, write_turn
+    from nekoflow.memory.turn_lines import _lock_save, _turn_lines, set_active_leaf, write_turn
     from nekoflow.storage.turns import DeltaLedger, TurnStage
     from nekoflow.turns.models import DispatchResult
 

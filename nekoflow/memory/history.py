@@ -10,31 +10,26 @@ so a turn's writes commit (or roll back) together with whatever else the caller 
   root-first in Python by following parent links from the leaf, stopping at any repeat.
   :func:`load_history_rows` is the same query returning light read-only rows (no ORM objects),
   for the memory builder's hot path.
-- :func:`write_turn` appends a turn (user line(s), then one assistant line per reply segment)
-  under the active leaf and moves it; idempotent per ``turn_id``.
+- :func:`write_turn` (:mod:`nekoflow.memory.turn_lines`, re-exported here) appends a turn (user
+  line(s), then one assistant line per reply segment) under the active leaf and moves it;
+  idempotent per ``turn_id``.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from sqlalchemy import Integer, Select, bindparam, insert, literal, select, true, update
+from sqlalchemy import Integer, Select, bindparam, literal, select, true
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session, col
 
 from nekoflow.errors import InputError
-from nekoflow.memory.reply import ReplySegment
+from nekoflow.memory.turn_lines import UserLineIn, set_active_leaf, write_turn
 from nekoflow.storage.dialogue import Line, Role, Save, utcnow
-from nekoflow.storage.fastsql import Bind, FastStatement, detached, dialect_name
+from nekoflow.storage.fastsql import Bind, FastStatement, dialect_name
 
 __all__ = [
     "UserLineIn",
@@ -46,29 +41,6 @@ __all__ = [
     "set_active_leaf",
     "write_turn",
 ]
-
-
-class UserLineIn(BaseModel):
-    """One user line of a turn as the turn pipeline hands it to :func:`write_turn`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    content: str
-    display_name: str | None = None
-    role_id: int | None = None
-    script_role_id: str | None = None
-    original_emotion: str | None = None
-    audio_file: str | None = None
-    #: When the user sent it (merged messages keep their own times); None: the turn's time.
-    sent_at: datetime | None = None
-
-
-_USER_LINES = TypeAdapter(list[UserLineIn])
-_SEGMENTS = TypeAdapter(list[ReplySegment])
-
-
-class _TurnId(BaseModel):
-    turn_id: str = Field(min_length=1, max_length=128)
 
 
 def _check_scope_id(scope_id: object) -> None:
@@ -274,141 +246,3 @@ def load_history_naive(session: Session, save_id: int) -> list[Line]:
         history.append(line)
         current_id = line.parent_line_id
     return list(reversed(history))
-
-
-_LOCK_SAVE = FastStatement(
-    update(Save.__table__)  # type: ignore[attr-defined]
-    .where(col(Save.id) == bindparam("p_save"))
-    .values(updated_at=Save.updated_at)
-    .returning(col(Save.last_message_id))
-)
-"""The save's no-op UPDATE (built once)."""
-
-
-def _lock_save(session: Session, save_id: int) -> int | None:
-    """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
-    returns the save's active leaf as it is under the lock."""
-    row = _LOCK_SAVE.first(session, {"p_save": save_id})
-    if row is None:
-        raise InputError(f"save {save_id!r} does not exist", field="save_id")
-    return row[0]
-
-
-_LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
-_TURN_LINES = FastStatement(
-    select(*_LINE_TABLE.c)
-    .where(
-        _LINE_TABLE.c.save_id == bindparam("p_save"), _LINE_TABLE.c.turn_id == bindparam("p_turn")
-    )
-    .order_by(_LINE_TABLE.c.id)
-)
-
-
-def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
-    """The lines ``turn_id`` wrote in the save, oldest first (detached)."""
-    rows = _TURN_LINES.rows(session, {"p_save": save_id, "p_turn": turn_id})
-    return [detached(Line, row) for row in rows]
-
-
-_SET_LEAF = FastStatement(
-    update(_SAVE_TABLE)
-    .where(_SAVE_TABLE.c.id == bindparam("p_save"))
-    .values(last_message_id=bindparam("p_leaf"), updated_at=bindparam("p_at"))
-)
-"""The save's new active leaf after a turn's lines (Core, built once)."""
-_LINE_VALUES = tuple(c.name for c in _LINE_TABLE.c if c.name != "id")
-_LINE_INSERT = FastStatement(
-    insert(_LINE_TABLE)
-    .values({name: bindparam(name, type_=_LINE_TABLE.c[name].type) for name in _LINE_VALUES})
-    .returning(_LINE_TABLE.c.id)
-)
-"""One dialogue line, its id back (built once; bind parameters named as the columns)."""
-
-
-def write_turn(
-    session: Session,
-    *,
-    save_id: int,
-    turn_id: str,
-    user_lines: Sequence[UserLineIn | Mapping[str, Any]],
-    reply_segments: Sequence[ReplySegment | Mapping[str, Any]],
-    role_id: int | None,
-    display_name: str | None,
-    now: datetime | None = None,
-) -> list[Line]:
-    """Append one turn under the save's active leaf and make its last line the new leaf.
-
-    Writes the user line(s), then one assistant line per reply segment (``role_id`` and
-    ``display_name`` as given), all stamped ``turn_id`` and ``now``. Flushes, never commits: the
-    caller's transaction makes the turn atomic. Idempotent per ``turn_id``: when the save already
-    has lines of that turn they are returned unchanged and nothing is written. The save row is
-    locked first, so concurrent writers of one save serialise. An empty ``user_lines`` with
-    segments is a regenerated reply (a sibling, after :func:`set_active_leaf` on the user line).
-    """
-    turn_id = _TurnId(turn_id=turn_id).turn_id
-    users = _USER_LINES.validate_python(list(user_lines))
-    segments = _SEGMENTS.validate_python(list(reply_segments))
-    if not users and not segments:
-        raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
-
-    leaf = _lock_save(session, save_id)
-    # Written before, by the lock's winner, or by a supersede (``flow.store.supersede_running``
-    # keeps a superseded turn's user lines, outside any stage result): never twice.
-    existing = _turn_lines(session, save_id, turn_id)
-    if existing:
-        return existing
-    stamp = now or utcnow()
-
-    new_lines = [
-        Line(
-            attribute="user",
-            **u.model_dump(exclude={"sent_at"}),
-            save_id=save_id,
-            turn_id=turn_id,
-            created_at=u.sent_at or stamp,
-        )
-        for u in users
-    ]
-    new_lines += [
-        Line(
-            attribute="assistant",
-            original_emotion=s.emotion,
-            content=s.content,
-            tts_content=s.tts,
-            action_content=s.action,
-            role_id=role_id,
-            display_name=display_name,
-            save_id=save_id,
-            turn_id=turn_id,
-            created_at=stamp,
-        )
-        for s in segments
-    ]
-    parent = leaf
-    for line in new_lines:  # Core inserts (the ORM's unit of work per line costs more)
-        line.parent_line_id = parent
-        values = {name: getattr(line, name) for name in _LINE_VALUES}
-        line.id = _LINE_INSERT.scalar(session, values)  # the next line's parent
-        make_transient_to_detached(line)  # as if loaded: a later add() does not insert it again
-        parent = line.id
-    _SET_LEAF.rows(session, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
-    loaded = session.identity_map.get(identity_key(Save, save_id))
-    if loaded is not None:  # a Save this session holds sees its new leaf, as the row does
-        set_committed_value(loaded, "last_message_id", parent)
-        set_committed_value(loaded, "updated_at", stamp)
-    return new_lines
-
-
-def set_active_leaf(session: Session, save_id: int, line_id: int) -> Save:
-    """Select a branch: make ``line_id`` (a line of this save) the save's active leaf. Flushes."""
-    line = session.get(Line, line_id)
-    if line is None or line.save_id != save_id:
-        raise InputError(f"line {line_id!r} is not a line of save {save_id!r}", field="line_id")
-    save = session.get(Save, save_id)
-    if save is None:  # pragma: no cover - the line's foreign key guarantees the save
-        raise InputError(f"save {save_id!r} does not exist", field="save_id")
-    save.last_message_id = line_id
-    save.updated_at = utcnow()
-    session.add(save)
-    session.flush()
-    return save

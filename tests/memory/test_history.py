@@ -450,3 +450,80 @@ def test_each_step_of_the_path_is_a_key_lookup_whatever_the_statistics(
                 f"EXPLAIN (FORMAT JSON) {compiled.string}", params
             ).scalar()
             assert _seq_scans_of_line_in_the_step(plan["Plan"]) == []
+
+
+@pytest.mark.parametrize(
+    "db_url",
+    [pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL"))],
+    indirect=True,
+)
+def test_a_turns_lines_are_written_in_one_statement_whatever_their_number(
+    engine: Engine, role_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a turn's lines and the save's new leaf are one statement (after the save's
+    lock and the look for the turn's lines), however many segments the reply has: each line's
+    id is drawn first, so its parent is known in the insert."""
+    import psycopg
+
+    with session_scope(engine) as s:
+        save_id = get_or_create_save(s, role_id=role_id, scope_id="web:chain").id
+        first = _turn(s, save_id, "t0", "早", "早安")
+    executed: list[str] = []
+    real = psycopg.Cursor.execute
+
+    def counting(self: psycopg.Cursor, query: object, *args: object, **kwargs: object) -> object:
+        executed.append(str(query))
+        return real(self, query, *args, **kwargs)
+
+    at = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    segments = [
+        ReplySegment(emotion="开心", content="一", tts="いち", action="挥手"),
+        ReplySegment(content="二"),
+        ReplySegment(emotion="害羞", content="三", action="低头"),
+        ReplySegment(content="四", tts="よん"),
+    ]
+    with Session(engine) as s:
+        monkeypatch.setattr(psycopg.Cursor, "execute", counting)
+        lines = write_turn(
+            s,
+            save_id=save_id,
+            turn_id="t1",
+            user_lines=[
+                {"content": "你好", "display_name": "莱姆", "audio_file": "a.ogg"},
+                {"content": "在吗", "script_role_id": "lime", "sent_at": at},
+            ],
+            reply_segments=segments,
+            role_id=role_id,
+            display_name="钦灵",
+            now=at,
+        )
+        monkeypatch.undo()
+        s.commit()
+    assert len(executed) == 3, executed  # lock, the turn's lines (none), the chain
+    ids = [x.id for x in lines]
+    assert ids == sorted(ids) and len(set(ids)) == 6
+    assert [x.parent_line_id for x in lines] == [first[-1].id, *ids[:-1]]
+    with Session(engine) as s:
+        assert s.get(Save, save_id).last_message_id == ids[-1]
+        stored = load_history(s, save_id)
+        assert [x.id for x in stored] == [x.id for x in first] + ids
+        rows = [
+            (x.attribute, x.content, x.original_emotion, x.tts_content, x.action_content)
+            for x in stored[2:]
+        ]
+        assert rows == [
+            ("user", "你好", None, None, None),
+            ("user", "在吗", None, None, None),
+            ("assistant", "一", "开心", "いち", "挥手"),
+            ("assistant", "二", None, None, None),
+            ("assistant", "三", "害羞", None, "低头"),
+            ("assistant", "四", None, "よん", None),
+        ]
+        assert (stored[2].display_name, stored[2].audio_file) == ("莱姆", "a.ogg")
+        assert (stored[3].script_role_id, stored[3].created_at) == ("lime", at)
+        assert {x.role_id for x in stored[4:]} == {role_id}
+        assert {x.display_name for x in stored[4:]} == {"钦灵"}
+        assert {x.turn_id for x in stored[2:]} == {"t1"}
+        # Written again: the same lines back, nothing added.
+        again = _turn(s, save_id, "t1", "别的", "别的回复")
+        assert [x.id for x in again] == ids
