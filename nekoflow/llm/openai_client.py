@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 from pydantic import SecretStr
 
 from nekoflow.errors import ConfigError, InputError
@@ -44,6 +43,8 @@ from nekoflow.llm.openai_parse import (
 from nekoflow.llm.streaming import TokenSink
 
 if TYPE_CHECKING:
+    import openai
+
     from nekoflow.settings import Settings
 
 __all__ = [
@@ -197,7 +198,11 @@ class OpenAIChatModel:
         )
 
     def _sdk(self) -> openai.OpenAI:
-        """The SDK client for this process (created on first use, again after a fork)."""
+        """The SDK client for this process (created on first use, again after a fork). The SDK
+        is imported here, not with this module: a process that builds the model but never
+        calls it (the ``turns`` worker in rule-review mode) does not pay its 15 MiB."""
+        import openai
+
         with self._lock:
             pid = os.getpid()
             if self._client is None or self._client_pid != pid:
@@ -239,6 +244,8 @@ class OpenAIChatModel:
 
     def _map_error(self, exc: openai.OpenAIError) -> LLMError:
         """The typed LLMError for an SDK exception (message redacted, no key)."""
+        import openai  # loaded by :meth:`_sdk` already
+
         where = self._where()
         if isinstance(exc, openai.APITimeoutError):
             if "connect" in type(exc.__cause__).__name__.lower():
@@ -343,6 +350,8 @@ class OpenAIChatModel:
         """Send one chat-completions request and return the reply; raise a typed LLMError."""
         params = self._params(messages, temperature, max_tokens, json_mode)
         client = self._sdk()
+        import openai  # loaded by :meth:`_sdk`: for its exception classes
+
         started = time.perf_counter()
         try:
             raw = client.chat.completions.with_raw_response.create(**self._create_kwargs(params))

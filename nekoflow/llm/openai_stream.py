@@ -13,8 +13,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import openai
-
 from nekoflow.llm.base import ChatResult, LLMConnectionError, LLMError, LLMTimeoutError
 from nekoflow.llm.openai_parse import parse_chat_completion
 from nekoflow.llm.streaming import TokenSink, assemble_lines
@@ -31,6 +29,8 @@ def stream_completion(
 ) -> ChatResult:
     """One streamed call with the checked request ``params``; deltas go to ``on_delta``."""
     client = model._sdk()
+    import openai  # loaded by ``_sdk``: for its exception classes
+
     started = time.perf_counter()
     deadline = started + model.timeout
     body = {**params, "stream": True, "stream_options": STREAM_OPTIONS}

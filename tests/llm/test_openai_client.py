@@ -501,3 +501,28 @@ def test_sdk_client_is_recreated_after_a_fork(model: OpenAIChatModel) -> None:
     after = model._sdk()
     assert after is not before
     assert model._client_pid == os.getpid()
+
+
+def test_the_sdk_is_imported_on_the_first_call_not_when_the_model_is_built(
+    httpserver: HTTPServer,
+) -> None:
+    """A process that builds the model but never calls it (the ``turns`` worker reviewing by
+    rules) does not import the SDK (~15 MiB, 0.25 s per prefork child)."""
+    import subprocess
+    import sys
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
+        completion("喵")
+    )
+    code = f"""
+import sys
+from nekoflow.llm.factory import make_chat_model
+from nekoflow.settings import Settings
+model = make_chat_model(Settings(llm_provider="openai", llm_api_key="sk-test",
+                                 llm_base_url={httpserver.url_for("/v1")!r}))
+assert "openai" not in sys.modules, "built"
+assert model.complete([{{"role": "user", "content": "hi"}}]).text == "喵"
+assert "openai" in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
