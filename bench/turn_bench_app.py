@@ -1,14 +1,24 @@
-"""The Celery app the turn benchmark's worker runs: nekoflow's tasks plus a bare six-task chain.
+"""The Celery app the turn benchmark's worker runs: nekoflow's tasks plus two yardstick chains.
 
-The bare chain has the same task options, queues and routing as the turn chain, and its stages
-do nothing (``llm_call`` sleeps the model's latency when one is set); the last one counts
-finished chains in Redis so the benchmark sees them end.
+Both have the same task options, queues and routing as the turn chain (``llm_call`` sleeps the
+model's latency when one is set; the last stage counts finished chains in Redis so the benchmark
+sees them end):
+
+- the **bare** chain: six tasks that do nothing — what Celery itself costs;
+- the **stored** chain: six tasks each doing the least a stage that keeps its state in SQL can
+  do — read the turn's row and its stored stage results (one statement), store its own result
+  (one insert) and commit (without waiting for the WAL flush, but the last stage) — on psycopg
+  directly, with no ORM or SQLAlchemy in between: the floor under any pipeline whose stages
+  load, decide and store.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -20,6 +30,7 @@ from tasks.app import app
 from tasks.turns import QUEUES
 
 COUNTER_KEY = "bench:bare:done"
+STORED_KEY = "bench:stored:done"
 LATENCY = float(os.environ.get("NEKOFLOW_BENCH_LLM_LATENCY", "0") or 0)
 """Seconds the bare chain's llm_call stage sleeps (the loopback model's latency)."""
 _redis: redis.Redis | None = None
@@ -49,12 +60,81 @@ def _make(stage: str, last: bool) -> Task:
 
 BARE_TASKS = {stage: _make(stage, stage == STAGES[-1]) for stage in STAGES}
 
+_READ = (
+    "SELECT t.turn_id, t.scope_id, (SELECT json_object_agg(s.stage, s.result) FROM bench_stage s"
+    " WHERE s.turn_id = t.turn_id) FROM bench_turn t WHERE t.turn_id = %s"
+)
+_STORE = (
+    "INSERT INTO bench_stage (turn_id, stage, result) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+)
+_pool: queue.LifoQueue[Any] = queue.LifoQueue()
+
+
+@contextmanager
+def _connection() -> Iterator[Any]:
+    """A psycopg connection of this process (threads share a small LIFO pool)."""
+    import psycopg
+
+    try:
+        conn = _pool.get_nowait()
+    except queue.Empty:
+        conn = psycopg.connect(os.environ["NEKOFLOW_DATABASE_URL"])
+    try:
+        yield conn
+    finally:
+        _pool.put(conn)
+
+
+def _store(turn_id: str, stage: str, last: bool) -> None:
+    """A stage's least durable step: read the turn and its results, store one, commit."""
+    from psycopg.types.json import Json
+
+    with _connection() as conn, conn.cursor() as cur:
+        if not last:  # as nekoflow's intermediate stages (a lost one is only redone)
+            cur.execute("SET LOCAL synchronous_commit TO OFF")
+        cur.execute(_READ, (turn_id,))
+        if cur.fetchone() is None:
+            raise RuntimeError(f"no turn {turn_id}")
+        cur.execute(_STORE, (turn_id, stage, Json({"stage": stage, "status": "ok"})))
+        conn.commit()
+
+
+def _make_stored(stage: str, last: bool) -> Task:
+    def stored(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+        if stage == "llm_call" and LATENCY:
+            _store(turn_id, "llm_claim", False)  # the call's claim, committed before it
+            time.sleep(LATENCY)
+        _store(turn_id, stage, last)
+        if last:
+            _counter().rpush(STORED_KEY, turn_id)
+        return {"turn_id": turn_id, "stage": stage, "status": "ok"}
+
+    stored.__name__ = f"stored_{stage}"
+    return app.task(name=f"bench.stored.{stage}", **_OPTIONS)(stored)
+
+
+STORED_TASKS = {stage: _make_stored(stage, stage == STAGES[-1]) for stage in STAGES}
+
+
+def start_stored(turn_id: str, scope_id: str) -> None:
+    """The stored chain's enqueue: the turn's row (one insert, committed), then the chain."""
+    with _connection() as conn:
+        conn.execute(
+            "INSERT INTO bench_turn (turn_id, scope_id) VALUES (%s, %s)", (turn_id, scope_id)
+        )
+        conn.commit()
+    _chain(STORED_TASKS, turn_id, scope_id).apply_async()
+
 
 def bare_chain(turn_id: str, scope_id: str) -> chain:
     """Six no-op stages with the turn chain's queues, argsrepr and kwargsrepr."""
+    return _chain(BARE_TASKS, turn_id, scope_id)
+
+
+def _chain(stage_tasks: dict[str, Task], turn_id: str, scope_id: str) -> chain:
     sigs = []
     for stage in STAGES:
-        sig = BARE_TASKS[stage].si(turn_id, scope_id)
+        sig = stage_tasks[stage].si(turn_id, scope_id)
         sig.set(
             queue=QUEUES[stage],
             argsrepr=repr((turn_id, scope_id)),

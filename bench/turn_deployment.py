@@ -1,10 +1,14 @@
-"""Benchmark: turns under a model with real latency, per deployment, against a bare chain.
+"""Benchmark: turns under a model with real latency, per deployment, against two yardsticks.
 
 One run measures, for each worker layout (``basic``: one prefork worker on ``turns,llm``;
-``recommended``: ``turns`` on prefork with one process per core + ``llm`` on a thread pool):
+``recommended``: ``turns`` on prefork with one process per core + ``llm`` on a thread pool),
+the turn against the **bare** chain (six no-op tasks whose ``llm_call`` sleeps the same latency
+on the same pool, same broker, serializer, acks, task events: what Celery costs — the issue's
+yardstick) and the **stored** chain (the bare chain plus, in each stage, the least a stage that
+keeps its state in SQL does: read the turn, store a result, commit; see
+``bench/turn_bench_app.py``):
 
-- turns/s and bare chains/s (six no-op tasks whose ``llm_call`` sleeps the same latency on the
-  same pool, same broker, serializer, acks, task events) and their ratio;
+- turns/s and chains/s, and the ratios;
 - worker CPU per turn / per chain (utime+stime from /proc of every worker process);
 - Redis commands per turn / chain (``INFO stats`` of a redis-server the benchmark starts for
   itself, so nothing else is counted) and SQL transactions per turn (``pg_stat_database`` of a
@@ -41,6 +45,14 @@ sys.path.insert(0, str(REPO))
 PG_ADMIN = os.environ.get("NEKOFLOW_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 DB_NAME = "nekoflow_bench"
 CLK = os.sysconf("SC_CLK_TCK")
+STORED_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS bench_turn (turn_id varchar(64) PRIMARY KEY, scope_id text,"
+    " created_at timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS bench_stage (turn_id varchar(64) NOT NULL, stage varchar(32)"
+    " NOT NULL, result json NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (turn_id, stage))",
+)
+"""The stored chain's tables (``bench/turn_bench_app.py``), in the benchmark's database."""
 
 
 def free_port() -> int:
@@ -261,6 +273,9 @@ def reset_database() -> str:
     url = make_url(PG_ADMIN).set(database=DB_NAME).render_as_string(hide_password=False)
     engine = make_engine(url)
     create_all(engine)
+    with engine.begin() as conn:
+        for ddl in STORED_SCHEMA:
+            conn.execute(text(ddl))
     with Session(engine) as s:
         s.add(Role.new("钦灵", profile_prompt="你叫钦灵,是海边猫咖里的猫娘店员。"))
         s.commit()
@@ -292,14 +307,15 @@ class Bare:
         from bench.turn_bench_app import COUNTER_KEY, bare_chain
 
         self.r = redis.Redis.from_url(redis_url, socket_timeout=300)  # BLPOPs wait long
-        self.key, self.chain = COUNTER_KEY, bare_chain
+        self.key = COUNTER_KEY
+        self.start = lambda turn_id, scope: bare_chain(turn_id, scope).apply_async()
 
     def run(self, n: int, scopes: int) -> tuple[float, int]:
         """chains/s, and the driver's own Redis commands (to subtract)."""
         self.r.delete(self.key)
         start = time.perf_counter()
         for i in range(n):
-            self.chain(uuid.uuid4().hex, f"bare:{i % scopes}").apply_async()
+            self.start(uuid.uuid4().hex, f"bare:{i % scopes}")
         for _ in range(n):
             self.r.blpop([self.key], timeout=120)
         return n / (time.perf_counter() - start), n + 1
@@ -310,7 +326,7 @@ class Bare:
         for _ in range(k):
             turn_id = uuid.uuid4().hex
             start = time.perf_counter()
-            self.chain(turn_id, "bare:iso").apply_async()
+            self.start(turn_id, "bare:iso")
             while (got := self.r.blpop([self.key], timeout=60)) is not None:
                 if got[1].decode() == turn_id:  # not a straggler of an earlier run
                     break
@@ -383,6 +399,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+class Stored(Bare):
+    """Stored six-task chains (each stage reads the turn and stores its result in SQL)."""
+
+    def __init__(self, redis_url: str) -> None:
+        from bench.turn_bench_app import STORED_KEY, start_stored
+
+        super().__init__(redis_url)
+        self.key, self.start = STORED_KEY, start_stored
+
+
 def measure(rig: Rig, args: argparse.Namespace, workers: list[Worker], tmp: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for w in workers:
@@ -390,15 +416,19 @@ def measure(rig: Rig, args: argparse.Namespace, workers: list[Worker], tmp: Path
     rig.workers = workers
     try:
         wait_ready(rig, [w.name for w in workers])
-        bare, turns = Bare(rig.redis_url), Turns()
+        bare, stored, turns = Bare(rig.redis_url), Stored(rig.redis_url), Turns()
         bare.run(10, 5)  # warm-up: imports, connections, every prefork child
+        stored.run(10, 5)
         turns.run(10, 5, f"warm-{uuid.uuid4().hex[:4]}")
         c0 = rig.counters()
         bare_tps, own = bare.run(args.turns, args.scopes)
         c1 = rig.counters()
         turn_tps, failed = turns.run(args.turns, args.scopes, f"run-{uuid.uuid4().hex[:4]}")
         c2 = rig.counters()
+        stored_tps, stored_own = stored.run(args.turns, args.scopes)
+        c3 = rig.counters()
         bare_iso = [t - args.latency for t in bare.isolated(args.isolated)]
+        stored_iso = [t - args.latency for t in stored.isolated(args.isolated)]
         turn_iso = [t - args.latency for t in turns.isolated(args.isolated)]
         rss = {w.name: peak_rss_mib(w.pids()) for w in workers}
     except Exception:
@@ -413,54 +443,67 @@ def measure(rig: Rig, args: argparse.Namespace, workers: list[Worker], tmp: Path
     return {
         "bare_tps": bare_tps,
         "turn_tps": turn_tps,
+        "stored_tps": stored_tps,
         "failed": failed,
         "bare_cpu": (c1.cpu - c0.cpu) / n * 1000,
         "turn_cpu": (c2.cpu - c1.cpu) / n * 1000,
+        "stored_cpu": (c3.cpu - c2.cpu) / n * 1000,
         # the driver's BLPOPs/DEL and the counters' INFO calls are not the chain's
         "bare_redis": (c1.redis - c0.redis - own - 1) / n,
         "turn_redis": (c2.redis - c1.redis - 1 - 2) / n,
+        "stored_redis": (c3.redis - c2.redis - stored_own - 1) / n,
         "bare_sql": (c1.sql - c0.sql) / n,
         "turn_sql": (c2.sql - c1.sql) / n,
+        "stored_sql": (c3.sql - c2.sql) / n,
         "bare_parts": {k: (c1.parts[k] - c0.parts[k]) / n * 1000 for k in c0.parts},
         "turn_parts": {k: (c2.parts[k] - c1.parts[k]) / n * 1000 for k in c0.parts},
+        "stored_parts": {k: (c3.parts[k] - c2.parts[k]) / n * 1000 for k in c0.parts},
         "bare_iso": bare_iso,
         "turn_iso": turn_iso,
+        "stored_iso": stored_iso,
         "rss": rss,
     }
 
 
 def report(name: str, args: argparse.Namespace, m: dict) -> None:
     def ms(v: float) -> str:
-        return f"{v * 1000:7.1f} ms"
+        return f"{v * 1000:6.1f} ms"
+
+    def ratios(kind: str, target: str) -> str:
+        turn, bare, stored = (max(m[f"{k}_{kind}"], 1e-9) for k in ("turn", "bare", "stored"))
+        return f"turn/bare {turn / bare:.2f} ({target})   turn/stored {turn / stored:.2f}"
 
     print(f"\n== {name}: " + "; ".join(" ".join(w.args) for w in layouts(args)[name]))
-    tps_ratio = m["turn_tps"] / m["bare_tps"]
+    print("              bare chain   stored chain           turn")
     print(
-        f"throughput  bare {m['bare_tps']:7.2f} chains/s   turn {m['turn_tps']:7.2f} turns/s   "
-        f"ratio {tps_ratio:.2f} (target >= 0.8)   failed {m['failed']}"
+        f"throughput {m['bare_tps']:8.2f}/s    {m['stored_tps']:8.2f}/s    {m['turn_tps']:8.2f}/s"
+        f"   {ratios('tps', 'target >= 0.8')}   failed {m['failed']}"
     )
-    cpu_ratio = m["turn_cpu"] / max(m["bare_cpu"], 1e-9)
     print(
-        f"worker CPU  bare {m['bare_cpu']:7.1f} ms/chain   turn {m['turn_cpu']:7.1f} ms/turn   "
-        f"ratio {cpu_ratio:.2f} (target <= 1.5)"
+        f"worker CPU {m['bare_cpu']:8.1f} ms  {m['stored_cpu']:8.1f} ms  {m['turn_cpu']:8.1f} ms"
+        f"   {ratios('cpu', 'target <= 1.5')}"
     )
-    for kind in ("bare", "turn"):
+    for kind in ("bare", "stored", "turn"):
         parts = "   ".join(f"{k} {v:5.1f}" for k, v in m[f"{kind}_parts"].items())
-        print(f"  CPU ms per {'chain' if kind == 'bare' else 'turn '}: {parts}")
-    redis_diff = m["turn_redis"] - m["bare_redis"]
+        print(f"  CPU ms per {kind:6}: {parts}")
     print(
-        f"redis cmds  bare {m['bare_redis']:7.1f} /chain    turn {m['turn_redis']:7.1f} /turn    "
-        f"diff {redis_diff:+.1f} (target <= +15)"
+        f"redis cmds {m['bare_redis']:8.1f}     {m['stored_redis']:8.1f}     {m['turn_redis']:8.1f}"
+        f"      turn - bare {m['turn_redis'] - m['bare_redis']:+.1f} (target <= +15)"
     )
     print(
-        f"SQL xacts   bare {m['bare_sql']:7.1f} /chain    turn {m['turn_sql']:7.1f} /turn    "
-        "(target <= 8)"
+        f"SQL xacts  {m['bare_sql']:8.1f}     {m['stored_sql']:8.1f}     {m['turn_sql']:8.1f}"
+        "      (target <= 8)"
     )
-    b50, t50 = statistics.median(m["bare_iso"]), statistics.median(m["turn_iso"])
+    for k in ("bare", "stored", "turn"):
+        m[f"{k}_p50"] = statistics.median(m[f"{k}_iso"])
     print(
-        f"overhead    bare p50 {ms(b50)} p99 {ms(pct(m['bare_iso'], 0.99))}   "
-        f"turn p50 {ms(t50)} p99 {ms(pct(m['turn_iso'], 0.99))}   "
-        f"ratio {t50 / max(b50, 1e-9):.2f} (target <= 1.5)"
+        "overhead p50 "
+        + "   ".join(f"{ms(m[f'{k}_p50'])}" for k in ("bare", "stored", "turn"))
+        + f"   {ratios('p50', 'target <= 1.5')}"
+    )
+    print(
+        "overhead p99 "
+        + "   ".join(f"{ms(pct(m[f'{k}_iso'], 0.99))}" for k in ("bare", "stored", "turn"))
     )
     print("peak memory " + "   ".join(f"{k} {v:6.0f} MiB" for k, v in m["rss"].items()))
 
