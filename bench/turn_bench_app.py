@@ -46,19 +46,26 @@ def _counter() -> redis.Redis:
 _OPTIONS: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
 
 
-def _make(stage: str, last: bool) -> Task:
-    def noop(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
+def _make(kind: str, stage: str, last: bool) -> Task:
+    """One stage task of the ``bare`` chain (does nothing) or the ``stored`` one (``_store``)."""
+    key = STORED_KEY if kind == "stored" else COUNTER_KEY
+
+    def stage_task(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
         if stage == "llm_call" and LATENCY:
+            if kind == "stored":
+                _store(turn_id, "llm_claim", False)  # the call's claim, committed before it
             time.sleep(LATENCY)  # the model's own latency, on the same pool as the real call
+        if kind == "stored":
+            _store(turn_id, stage, last)
         if last:
-            _counter().rpush(COUNTER_KEY, turn_id)
+            _counter().rpush(key, turn_id)
         return {"turn_id": turn_id, "stage": stage, "status": "ok"}
 
-    noop.__name__ = f"noop_{stage}"
-    return app.task(name=f"bench.bare.{stage}", **_OPTIONS)(noop)
+    stage_task.__name__ = f"{kind}_{stage}"
+    return app.task(name=f"bench.{kind}.{stage}", **_OPTIONS)(stage_task)
 
 
-BARE_TASKS = {stage: _make(stage, stage == STAGES[-1]) for stage in STAGES}
+BARE_TASKS = {stage: _make("bare", stage, stage == STAGES[-1]) for stage in STAGES}
 
 _READ = (
     "SELECT t.turn_id, t.scope_id, (SELECT json_object_agg(s.stage, s.result) FROM bench_stage s"
@@ -99,21 +106,7 @@ def _store(turn_id: str, stage: str, last: bool) -> None:
         conn.commit()
 
 
-def _make_stored(stage: str, last: bool) -> Task:
-    def stored(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
-        if stage == "llm_call" and LATENCY:
-            _store(turn_id, "llm_claim", False)  # the call's claim, committed before it
-            time.sleep(LATENCY)
-        _store(turn_id, stage, last)
-        if last:
-            _counter().rpush(STORED_KEY, turn_id)
-        return {"turn_id": turn_id, "stage": stage, "status": "ok"}
-
-    stored.__name__ = f"stored_{stage}"
-    return app.task(name=f"bench.stored.{stage}", **_OPTIONS)(stored)
-
-
-STORED_TASKS = {stage: _make_stored(stage, stage == STAGES[-1]) for stage in STAGES}
+STORED_TASKS = {stage: _make("stored", stage, stage == STAGES[-1]) for stage in STAGES}
 
 
 def start_stored(turn_id: str, scope_id: str) -> None:
