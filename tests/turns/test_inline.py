@@ -191,6 +191,36 @@ def test_only_entries_that_reach_the_prompt_count_as_injected(deps, role) -> Non
     assert deps.cooldowns.snapshot("web:conversation:sess1").injections == {"big": 1}
 
 
+def test_each_turn_sees_the_world_books_as_they_are_when_it_starts(deps, role) -> None:
+    """The books' revisions ride in before_turn's character read: a book added, edited,
+    disabled or deleted between two turns is what the next turn recalls from."""
+    from nekoflow.worldbook import WorldBook, WorldBookEntry
+    from nekoflow.worldbook.store import WorldBookStore
+
+    store = WorldBookStore(deps.engine)
+
+    def injected(text: str) -> list[str]:
+        handle = submit_turn(deps, "web", web_event(text))
+        assert run_inline(deps, handle.turn_id, sleep=False) == "ok"
+        with Session(deps.engine) as s:
+            before = s.get(TurnStage, (handle.turn_id, "before_turn")).result
+        return [e["id"] for e in before["injected"]]
+
+    assert injected("我家的猫") == []  # no book yet: the cache holds no books
+    entry = WorldBookEntry(id="cat", name="猫", keywords=["猫"], content="店里有三只猫")
+    store.import_books([WorldBook(id="b1", name="书", entries=[entry])])
+    assert injected("我家的猫") == ["cat"]
+    store.update_entry("b1", "cat", {"keywords": ["狗"]})
+    assert injected("我家的猫") == []
+    assert injected("我家的狗") == ["cat"]
+    assert store.update("b1", enabled=False) is not None
+    assert injected("我家的狗") == []
+    assert store.update("b1", enabled=True) is not None
+    assert injected("我家的狗") == ["cat"]
+    assert store.delete("b1")
+    assert injected("我家的狗") == []
+
+
 def test_two_concurrent_memory_builds_of_a_turn_write_its_lines_once(deps, monkeypatch) -> None:
     """Both runs read the turn before either stores: the loser finds the winner's lines under
     the save's lock, conflicts at its stage result and rolls back (or, on SQLite, fails to

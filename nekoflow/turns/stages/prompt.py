@@ -29,11 +29,11 @@ from nekoflow.memory.window import line_text, window
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role
-from nekoflow.storage.fastsql import Bind, FastStatement, detached
+from nekoflow.storage.fastsql import Bind, FastStatement, detached, dialect_name
 from nekoflow.storage.memory import ensure_memory_index
 from nekoflow.storage.turns import Relationship
 from nekoflow.tokens import estimate_tokens
-from nekoflow.turns.books import BookCache
+from nekoflow.turns.books import BookCache, Versions, versions_column, versions_key
 from nekoflow.turns.characters import initial_relationship
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnFailed
@@ -65,39 +65,47 @@ _book_caches: dict[int, BookCache] = {}
 
 _ROLE_TABLE: Any = Role.__table__  # type: ignore[attr-defined]
 _REL_TABLE: Any = Relationship.__table__  # type: ignore[attr-defined]
-_ROLE_AND_RELATIONSHIP = FastStatement(
-    select(
-        *_ROLE_TABLE.c,
-        _REL_TABLE.c.role_id.label("rel_role_id"),
-        *(_REL_TABLE.c[d] for d in RELATIONSHIP_DIMENSIONS),
-    )
-    .select_from(
-        _ROLE_TABLE.outerjoin(
-            _REL_TABLE,
-            and_(
-                _REL_TABLE.c.role_id == _ROLE_TABLE.c.id,
-                _REL_TABLE.c.scope_id == bindparam("p_scope"),
-            ),
+
+
+@cache
+def _role_and_relationship_statement(dialect: str) -> FastStatement:
+    """The character, its relationship with the scope and the world books' revisions, in one
+    statement (built once per dialect)."""
+    return FastStatement(
+        select(
+            *_ROLE_TABLE.c,
+            _REL_TABLE.c.role_id.label("rel_role_id"),
+            *(_REL_TABLE.c[d] for d in RELATIONSHIP_DIMENSIONS),
+            versions_column(dialect).label("book_versions"),
         )
+        .select_from(
+            _ROLE_TABLE.outerjoin(
+                _REL_TABLE,
+                and_(
+                    _REL_TABLE.c.role_id == _ROLE_TABLE.c.id,
+                    _REL_TABLE.c.scope_id == bindparam("p_scope"),
+                ),
+            )
+        )
+        .where(_ROLE_TABLE.c.id == bindparam("p_role"))
     )
-    .where(_ROLE_TABLE.c.id == bindparam("p_role"))
-)
-"""The character and its relationship with the scope, in one statement (built once)."""
 
 
 def _role_and_relationship(
     s: Session, role_id: int, scope_id: str
-) -> tuple[Role | None, dict[str, int]]:
-    """The character (detached) and its relationship with the scope (its starting values
-    when the scope has none yet)."""
-    row = _ROLE_AND_RELATIONSHIP.first(s, {"p_role": role_id, "p_scope": scope_id})
+) -> tuple[Role | None, dict[str, int], Versions | None]:
+    """The character (detached), its relationship with the scope (its starting values when
+    the scope has none yet) and the world books' revisions (None when there is no character)."""
+    stmt = _role_and_relationship_statement(dialect_name(s))
+    row = stmt.first(s, {"p_role": role_id, "p_scope": scope_id})
     if row is None:
-        return None, {}
+        return None, {}, None
     n = len(_ROLE_TABLE.c)
     role = detached(Role, row[:n])
+    versions = versions_key(row[-1])
     if row[n] is None:  # no relationship with this scope yet
-        return role, initial_relationship(role)
-    return role, dict(zip(RELATIONSHIP_DIMENSIONS, row[n + 1 :], strict=True))
+        return role, initial_relationship(role), versions
+    return role, dict(zip(RELATIONSHIP_DIMENSIONS, row[n + 1 : -1], strict=True)), versions
 
 
 def _history_rows(deps: TurnDeps, s: Bind, d: DispatchResult, turn_id: str) -> list[Any]:
@@ -216,7 +224,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
     d = turn.required("dispatch", DispatchResult)
     req = _request(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
-    role, relationship = _role_and_relationship(s, d.role_id, d.scope_id)
+    role, relationship, versions = _role_and_relationship(s, d.role_id, d.scope_id)
     if role is None:
         raise TurnFailed(f"character {d.role_id} was deleted")
     card = _card(role)
@@ -241,7 +249,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         query_vector=qvec,
         embeddings_model=embedder.model if embedder is not None else None,
     )
-    books = books_for(deps).books(s)
+    books = books_for(deps).books(s, versions=versions)
     messages = build_memory(rows, role_id=d.role_id)
     recall = WorldBookRecallContext(
         latest_user_message=req.content,
