@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from sqlalchemy import Integer, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session, col
@@ -96,7 +95,8 @@ _SET_LEAF = FastStatement(
     .values(last_message_id=bindparam("p_leaf"), updated_at=bindparam("p_at"))
 )
 """The save's new active leaf after a turn's lines (Core, built once)."""
-_LINE_VALUES = tuple(c.name for c in _LINE_TABLE.c if c.name != "id")
+_LINE_COLUMNS = tuple(c.name for c in _LINE_TABLE.c)
+_LINE_VALUES = tuple(c for c in _LINE_COLUMNS if c != "id")
 _LINE_INSERT = FastStatement(
     insert(_LINE_TABLE)
     .values({name: bindparam(name, type_=_LINE_TABLE.c[name].type) for name in _LINE_VALUES})
@@ -154,26 +154,27 @@ def _chain_binds(dialect: Dialect) -> tuple[tuple[str, str, Processor | None], .
 
 
 def _insert_chain_pg(
-    session: Bind, lines: list[Line], leaf: int | None, save_id: int, stamp: datetime
-) -> int | None:
-    """Insert ``lines`` as a chain under ``leaf`` and make the last one the save's leaf, in one
-    statement (PostgreSQL); sets each line's id and parent, returns the new leaf's id."""
+    session: Bind,
+    lines: list[dict[str, Any]],
+    leaf: int | None,
+    save_id: int,
+    turn_id: str,
+    stamp: datetime,
+) -> list[int]:
+    """Insert ``lines`` (column values) as a chain under ``leaf`` and make the last one the
+    save's leaf, in one statement (PostgreSQL); returns the lines' new ids, in line order."""
     dialect = session.get_bind().dialect if isinstance(session, Session) else session.dialect
     params: dict[str, Any] = {
         "p_count": len(lines),
         "p_leaf": leaf,
         "p_save": save_id,
-        "p_turn": lines[0].turn_id,
+        "p_turn": turn_id,
         "p_at": stamp,
     }
     for name, key, proc in _chain_binds(dialect):
-        column = [getattr(line, name) for line in lines]
+        column = [line[name] for line in lines]
         params[key] = column if proc is None else [proc(v) for v in column]
-    ids = [row[0] for row in _chain_statement().rows(session, params)]
-    parent = leaf
-    for line, line_id in zip(lines, ids, strict=True):
-        line.id, line.parent_line_id, parent = line_id, parent, line_id
-    return parent
+    return [row[0] for row in _chain_statement().rows(session, params)]
 
 
 def write_turn(
@@ -210,43 +211,45 @@ def write_turn(
         return existing
     stamp = now or utcnow()
 
-    new_lines = [
-        Line(
-            attribute="user",
+    common = {"save_id": save_id, "turn_id": turn_id}
+    values: list[dict[str, Any]] = [
+        {
+            **dict.fromkeys(_LINE_VALUES),
             **u.model_dump(exclude={"sent_at"}),
-            save_id=save_id,
-            turn_id=turn_id,
-            created_at=u.sent_at or stamp,
-        )
+            **common,
+            "attribute": "user",
+            "created_at": u.sent_at or stamp,
+        }
         for u in users
     ]
-    new_lines += [
-        Line(
-            attribute="assistant",
-            original_emotion=s.emotion,
-            content=s.content,
-            tts_content=s.tts,
-            action_content=s.action,
-            role_id=role_id,
-            display_name=display_name,
-            save_id=save_id,
-            turn_id=turn_id,
-            created_at=stamp,
-        )
+    values += [
+        {
+            **dict.fromkeys(_LINE_VALUES),
+            **common,
+            "attribute": "assistant",
+            "original_emotion": s.emotion,
+            "content": s.content,
+            "tts_content": s.tts,
+            "action_content": s.action,
+            "role_id": role_id,
+            "display_name": display_name,
+            "created_at": stamp,
+        }
         for s in segments
     ]
+    parent = leaf
     if dialect_name(session) == "postgresql":
-        parent = _insert_chain_pg(session, new_lines, leaf, save_id, stamp)
+        ids = _insert_chain_pg(session, values, leaf, save_id, turn_id, stamp)
+        for line, line_id in zip(values, ids, strict=True):
+            line["id"], line["parent_line_id"], parent = line_id, parent, line_id
     else:
-        parent = leaf
-        for line in new_lines:  # Core inserts (the ORM's unit of work per line costs more)
-            line.parent_line_id = parent
-            values = {name: getattr(line, name) for name in _LINE_VALUES}
-            line.id = _LINE_INSERT.scalar(session, values)  # the next line's parent
-            parent = line.id
+        for line in values:  # Core inserts (the ORM's unit of work per line costs more)
+            line["parent_line_id"] = parent
+            line["id"] = parent = _LINE_INSERT.scalar(session, line)  # the next line's parent
         _SET_LEAF.rows(session, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
-    for line in new_lines:
-        make_transient_to_detached(line)  # as if loaded: a later add() does not insert it again
+    # Detached, as if loaded (a later add() does not insert them again); built from their
+    # columns, which costs a fifth of the ORM's constructor.
+    new_lines = [detached(Line, [line[c] for c in _LINE_COLUMNS]) for line in values]
     loaded = session.identity_map.get(identity_key(Save, save_id))
     if loaded is not None:  # a Save this session holds sees its new leaf, as the row does
         set_committed_value(loaded, "last_message_id", parent)
