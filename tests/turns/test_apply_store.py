@@ -11,7 +11,7 @@ from sqlmodel import Session
 from nekoflow.review.models import RelationshipDelta
 from nekoflow.storage.dialogue import Role, utcnow
 from nekoflow.storage.turns import DeltaLedger, Relationship, TurnRun, TurnStatus
-from nekoflow.turns.apply_store import bump_relationship, lock_with_ledger
+from nekoflow.turns.apply_store import bump_relationship, lock_and_bump, lock_with_ledger
 
 
 def _role(engine: Engine) -> int:
@@ -74,3 +74,40 @@ def test_the_ledger_is_written_only_for_a_running_turn_and_only_once(engine: Eng
         assert s.get(DeltaLedger, "gone") is None and s.get(DeltaLedger, "run") is not None
     with Session(engine) as s, pytest.raises(IntegrityError):  # applied before: exactly once
         lock_with_ledger(s, "run", utcnow())
+
+
+def test_lock_and_bump_moves_the_relationship_only_for_a_running_turn_applied_once(
+    engine: Engine,
+) -> None:
+    """One statement on PostgreSQL (two on SQLite): ledger row and relationship together,
+    neither for a turn that is not running, and a second apply of a turn moves nothing."""
+    role_id = _role(engine)
+    _turn(engine, "run", TurnStatus.running)
+    _turn(engine, "gone", TurnStatus.superseded)
+    delta = RelationshipDelta(affection=3, trust=-2)
+
+    def bump(s: Session, turn_id: str) -> tuple[dict[str, int], int] | None:
+        return lock_and_bump(
+            s, turn_id, role_id=role_id, scope_id="s", start={}, delta=delta, now=utcnow()
+        )
+
+    with Session(engine) as s:
+        assert bump(s, "gone") is None
+        s.commit()
+    with Session(engine) as s:
+        assert s.get(Relationship, (role_id, "s")) is None  # nothing moved for it
+        assert s.get(DeltaLedger, "gone") is None
+    with Session(engine) as s:
+        moved = bump(s, "run")
+        s.commit()
+    assert moved is not None
+    dims, turns = moved
+    assert (dims["affection"], dims["trust"], dims["familiarity"], turns) == (53, 48, 30, 1)
+    with Session(engine) as s:
+        with pytest.raises(IntegrityError):  # applied before: exactly once
+            bump(s, "run")
+        s.rollback()
+    with Session(engine) as s:
+        row = s.get(Relationship, (role_id, "s"))
+        assert row is not None and (row.affection, row.trust, row.turns) == (53, 48, 1)
+        assert s.get(DeltaLedger, "run") is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
+from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -17,7 +18,7 @@ from nekoflow.storage.turns import (
     WorldBookSuggestion,
 )
 from nekoflow.turns import store
-from nekoflow.turns.apply_store import bump_relationship, lock_with_ledger
+from nekoflow.turns.apply_store import lock_and_bump
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.effects import memory_rows, plot_rows
 from nekoflow.turns.errors import TurnNotRunnable
@@ -41,16 +42,10 @@ def _apply(
     d: DispatchResult,
     b: BeforeTurnResult,
     out: ReviewOutput,
+    moved: tuple[dict[str, int], int],
+    now: datetime,
 ) -> ApplyResult:
-    now = utcnow()
-    relationship, turns = bump_relationship(
-        s,
-        role_id=d.role_id,
-        scope_id=d.scope_id,
-        start=b.relationship,
-        delta=out.relationship_delta,
-        now=now,
-    )
+    relationship, turns = moved
     memories = memory_rows(
         out, role_id=d.role_id, scope_id=d.scope_id, turn_id=turn_id, at=now, settings=deps.settings
     )
@@ -104,11 +99,22 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
         # either happened first (nothing is applied) or waits for this commit (and then finds
         # the turn done). A turn past apply_deltas is never undone.
         try:
-            # The ledger's primary key: a concurrent apply of this turn fails here.
-            if not lock_with_ledger(s, turn_id, utcnow()):
+            # The ledger's primary key: a concurrent apply of this turn fails here. The
+            # relationship moves in the same statement (PostgreSQL), only for a running turn.
+            now = utcnow()
+            moved = lock_and_bump(
+                s,
+                turn_id,
+                role_id=d.role_id,
+                scope_id=d.scope_id,
+                start=b.relationship,
+                delta=out.relationship_delta,
+                now=now,
+            )
+            if moved is None:
                 s.rollback()
                 raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
-            result = _apply(deps, s, turn_id, d, b, out)
+            result = _apply(deps, s, turn_id, d, b, out, moved, now)
             store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
             # Idempotent per turn_id, so a rollback below followed by a retry counts once.
             deps.cooldowns.record(
