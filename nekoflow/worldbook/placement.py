@@ -67,16 +67,42 @@ def place_lore(
     ``before_char`` → ``before_char``; ``after_char`` and SillyTavern's example-message and outlet
     positions → ``after_char``; author's-note top/bottom → a system :class:`DepthInsert` at
     ``author_note_depth``; ``at_depth`` → a :class:`DepthInsert` at the entry's depth and role.
-    Each list keeps the recall order (highest ranked first); a depth insert's ``order`` is the
-    entry's priority (SillyTavern's insertion order). Blank contents are dropped (``blank``);
-    with ``max_tokens`` an entry that would pass that many tokens in total is dropped
-    (``over_budget``) and the next one tried. Pure.
+    Blank contents are dropped (``blank``); with ``max_tokens`` the entries are taken in recall
+    order (highest ranked first) and one that would pass that many tokens in total is dropped
+    (``over_budget``) and the next one tried. Each list is then in SillyTavern's prompt order:
+    ascending insertion order (the entry's ``priority``, SillyTavern's ``order``), so the
+    highest-order entry comes last, nearest the chat (SillyTavern walks entries by descending
+    order and prepends each); equal orders keep the recall order. A depth insert's ``order``
+    is the entry's priority. Pure.
     """
     placement = LorePlacement()
     dropped: list[DroppedEntry] = []
+    kept = _within_budget(results, max_tokens, tokenizer, dropped)
+    for result, content in sorted(kept, key=lambda k: k[0].entry.priority):  # stable
+        entry = result.entry
+        where, depth, role = _position_of(result, author_note_depth)
+        if where == "before_char":
+            placement.before_char.append(content)
+        elif where == "after_char":
+            placement.after_char.append(content)
+        else:
+            placement.at_depth.append(
+                DepthInsert(depth=depth, role=role, content=content, order=entry.priority)  # type: ignore[arg-type]
+            )
+    return placement, dropped
+
+
+def _within_budget(
+    results: Sequence[WorldBookMatchResult],
+    max_tokens: int | None,
+    tokenizer: Tokenizer | None,
+    dropped: list[DroppedEntry],
+) -> list[tuple[WorldBookMatchResult, str]]:
+    """The results to place with their stripped contents, in recall order; blank ones and
+    those past ``max_tokens`` go to ``dropped``."""
+    kept: list[tuple[WorldBookMatchResult, str]] = []
     used = 0
     for result in results:
-        entry = result.entry
         content = result.content.strip()
         if not content:
             dropped.append(_dropped(result, "blank"))
@@ -96,16 +122,8 @@ def place_lore(
                 )
                 continue
             used += size
-        where, depth, role = _position_of(result, author_note_depth)
-        if where == "before_char":
-            placement.before_char.append(content)
-        elif where == "after_char":
-            placement.after_char.append(content)
-        else:
-            placement.at_depth.append(
-                DepthInsert(depth=depth, role=role, content=content, order=entry.priority)  # type: ignore[arg-type]
-            )
-    return placement, dropped
+        kept.append((result, content))
+    return kept
 
 
 def _dropped(result: WorldBookMatchResult, reason: str, **extra: object) -> DroppedEntry:

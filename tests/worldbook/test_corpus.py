@@ -176,6 +176,22 @@ def test_lide_depth_entries_are_placed_at_depth() -> None:
     assert len(at_depth) == 5 and all(e.rules.depth == 0 for e in at_depth)
 
 
+def test_lide_lore_is_placed_in_sillytavern_insertion_order() -> None:
+    """玄天宗 (order 30) and 合欢宗 (40) go before the character, lower order first; the depth-0
+    entries 变量更新规则 (140), 变量输出格式 (141) and 变量列表 (150) follow their orders too."""
+    [book] = _import("lide_ai_v3.json").books
+    by_content = {e.content.strip(): (e.name, e.priority) for e in book.entries}
+    outcome = _fire(book, "你好 玄天宗 合欢宗")
+    placement, _ = place_lore(outcome.results)
+    before = [by_content[c] for c in placement.before_char]
+    assert [p for _, p in before] == sorted(p for _, p in before)
+    names = [n for n, _ in before]
+    assert names.index("玄天宗") < names.index("合欢宗")
+    depth = [by_content[i.content] for i in placement.at_depth]
+    assert len(depth) >= 3 and [p for _, p in depth] == sorted(p for _, p in depth)
+    assert [i.order for i in placement.at_depth] == sorted(i.order for i in placement.at_depth)
+
+
 def test_edit_of_a_converted_entry_keeps_its_duplicates_in_step() -> None:
     [book] = _import("ossi_honkai_sillytavern.json").books
     entry = book.entries[0]
