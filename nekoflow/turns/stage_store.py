@@ -8,12 +8,12 @@ ends with :func:`put_stage`; on PostgreSQL the latter is one statement.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, bindparam, func, literal_column, text, update
+from sqlalchemy import JSON, bindparam, func, insert, literal_column, text, union_all, update
 from sqlalchemy import exists as sa_exists
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -30,6 +30,10 @@ from nekoflow.storage.turns import TurnRun, TurnStage, TurnStageRun
 _RUN_TABLE: Any = TurnRun.__table__  # type: ignore[attr-defined]
 _STAGE_TABLE: Any = TurnStage.__table__  # type: ignore[attr-defined]
 _STAGE_RUN_TABLE: Any = TurnStageRun.__table__  # type: ignore[attr-defined]
+
+ExtraRows = tuple[Any, Sequence[Mapping[str, Any]]]
+"""A table and rows (column values) that belong with a stage's result: stored with it, only
+when the result is (the usage a model call paid for)."""
 
 ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 """Issued first in a transaction whose loss in a database crash is harmless (it is redone)."""
@@ -107,12 +111,15 @@ def put_stage(
     result: dict[str, Any],
     *,
     async_commit: bool = False,
+    rows: ExtraRows | None = None,
     **run_fields: Any,
 ) -> bool:
     """Store a stage's result in the caller's transaction and record the progress on the
     TurnRun (``stage``, ``updated_at`` and any ``run_fields``). Returns False, writing nothing,
     when the stage already has a stored result (a concurrent delivery won: use theirs).
     ``async_commit``: on PostgreSQL, the transaction's commit will not wait for the WAL flush.
+    ``rows``: a table's rows inserted too, only when the result is (in the same statement on
+    PostgreSQL); a conflict on them raises IntegrityError.
 
     Plain Core statements (``INSERT … ON CONFLICT DO NOTHING`` and an ``UPDATE``; on PostgreSQL
     one statement built once per shape): this runs once per stage of every turn, and the ORM's
@@ -120,11 +127,16 @@ def put_stage(
     """
     dialect = dialect_name(session)
     now = utcnow()
+    table, extra = rows if rows is not None else (None, ())
     if dialect == "postgresql":
         fields = tuple(sorted(run_fields))
         params = {"p_turn_id": turn_id, "p_stage": stage, "p_result": result, "p_now": now}
         params |= {f"p_f_{f}": run_fields[f] for f in fields}
-        stored = _put_stage_pg(fields, async_commit).first(session, params)
+        columns = tuple(extra[0]) if extra else ()
+        for i, row in enumerate(extra):
+            params |= {f"p_r{i}_{c}": row[c] for c in columns}
+        shape = (table, len(extra), columns) if extra else None
+        stored = _put_stage_pg(fields, async_commit, shape).first(session, params)
         if stored is None:
             return False
         STAGE_COUNTED.set(True)
@@ -146,6 +158,8 @@ def put_stage(
     # This execution of the stage is counted in the same transaction (no extra round trip on
     # the common path); executions that store nothing are counted by the runner.
     session.execute(_count_stmt(dialect, turn_id, stage, now))
+    if extra:
+        session.execute(insert(table), [dict(r) for r in extra])
     STAGE_COUNTED.set(True)
     return True
 
@@ -157,12 +171,18 @@ def _bind(table: Any, column: str, name: str | None = None) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _put_stage_pg(fields: tuple[str, ...], async_commit: bool) -> Any:
+def _put_stage_pg(
+    fields: tuple[str, ...],
+    async_commit: bool,
+    extra: tuple[Any, int, tuple[str, ...]] | None = None,
+) -> Any:
     """:func:`put_stage` on PostgreSQL as ONE statement, built once per shape (the TurnRun
-    ``fields`` it sets): the result's insert, and — only when it inserted — the run's progress
-    and the execution count, as data-modifying CTEs (and, with ``async_commit``,
-    ``SET LOCAL synchronous_commit = off`` as ``set_config``). Bind parameters: ``p_turn_id``,
-    ``p_stage``, ``p_result``, ``p_now`` and ``p_f_<field>`` for each of ``fields``."""
+    ``fields`` it sets; ``extra``: a table, a number of rows and their columns): the result's
+    insert, and — only when it inserted — the run's progress, the execution count and the
+    extra rows, as data-modifying CTEs (and, with ``async_commit``, ``SET LOCAL
+    synchronous_commit = off`` as ``set_config``). Bind parameters: ``p_turn_id``,
+    ``p_stage``, ``p_result``, ``p_now``, ``p_f_<field>`` for each of ``fields`` and
+    ``p_r<i>_<column>`` for each extra row."""
     ins = (
         pg_insert(_STAGE_TABLE)
         .values(
@@ -209,7 +229,22 @@ def _put_stage_pg(fields: tuple[str, ...], async_commit: bool) -> Any:
     what: list[Any] = [ins.c.stage]
     if async_commit:
         what.append(func.set_config("synchronous_commit", "off", True))
-    return FastStatement(sa_select(*what).add_cte(progress).add_cte(counted))
+    statement = sa_select(*what).add_cte(progress).add_cte(counted)
+    if extra is not None:
+        table, n, columns = extra
+        each = [
+            sa_select(*(_bind(table, c, f"r{i}_{c}").label(c) for c in columns)).where(stored)
+            for i in range(n)
+        ]
+        source = each[0] if n == 1 else union_all(*each)
+        added = (
+            insert(table)
+            .from_select(list(columns), source)
+            .returning(table.c[columns[0]])
+            .cte("extra")
+        )
+        statement = statement.add_cte(added)
+    return FastStatement(statement)
 
 
 STAGE_COUNTED: contextvars.ContextVar[bool] = contextvars.ContextVar(

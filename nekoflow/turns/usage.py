@@ -10,20 +10,20 @@ import logging
 
 from nekoflow.observability import hooks
 from nekoflow.redact import safe_error
-from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnSkipped
 from nekoflow.turns.models import DispatchResult
+from nekoflow.turns.stage_store import ExtraRows
 from nekoflow.usage.meter import UsageEntry
-from nekoflow.usage.store import add_usage, day_totals, today, tokens_today
+from nekoflow.usage.store import USAGE_TABLE, day_totals, today, tokens_today, usage_rows
 
 log = logging.getLogger(__name__)
 
 
 class TurnUsage:
-    """The usage rows a stage paid for: added to the stage's transaction (only when its result
-    is the one kept), then counted in the quota counters once committed."""
+    """The usage rows a stage paid for: stored with the stage's result (only when its result
+    is the one kept: ``added``), then counted in the quota counters once committed."""
 
     def __init__(
         self, run: TurnRun, d: DispatchResult, kind: str, entries: list[UsageEntry]
@@ -37,18 +37,16 @@ class TurnUsage:
         pairs = [("scope", d.scope_id), ("user", d.user_id), ("channel", self.run.channel)]
         return [*pairs, ("character", str(d.role_id))]
 
-    def __call__(self, s: Bind) -> None:
-        self.added = bool(
-            add_usage(
-                s,
-                self.entries,
-                kind=self.kind,
-                turn_id=self.run.turn_id,
-                channel=self.run.channel,
-                scope_id=self.d.scope_id,
-                user_id=self.d.user_id,
-                character=str(self.d.role_id),
-            )
+    def rows(self) -> ExtraRows:
+        """The usage rows, to be stored with the stage's result (``put_stage(rows=…)``)."""
+        return USAGE_TABLE, usage_rows(
+            self.entries,
+            kind=self.kind,
+            turn_id=self.run.turn_id,
+            channel=self.run.channel,
+            scope_id=self.d.scope_id,
+            user_id=self.d.user_id,
+            character=str(self.d.role_id),
         )
 
     def count(self, deps: TurnDeps) -> None:

@@ -36,8 +36,7 @@ def today(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
 
 
-def add_usage(
-    session: Bind,
+def usage_rows(
     entries: Iterable[UsageEntry],
     *,
     kind: str,
@@ -46,11 +45,10 @@ def add_usage(
     scope_id: str = "",
     user_id: str = "",
     character: str = "",
-) -> int:
-    """Add usage rows in the caller's transaction (committed with the work they paid for):
-    one Core insert built once, not the ORM's unit of work, as it runs with every model call."""
+) -> list[dict[str, Any]]:
+    """The ``llm_usage`` rows (column values) of these model calls, numbered from 1."""
     day, now = today(), utcnow()
-    rows = [
+    return [
         {
             "day": day,
             "kind": kind,
@@ -67,12 +65,38 @@ def add_usage(
         }
         for n, entry in enumerate(entries, start=1)
     ]
+
+
+def add_usage(
+    session: Bind,
+    entries: Iterable[UsageEntry],
+    *,
+    kind: str,
+    turn_id: str | None,
+    channel: str = "",
+    scope_id: str = "",
+    user_id: str = "",
+    character: str = "",
+) -> int:
+    """Add usage rows in the caller's transaction (committed with the work they paid for):
+    one Core insert built once, not the ORM's unit of work, as it runs with every model call."""
+    rows = usage_rows(
+        entries,
+        kind=kind,
+        turn_id=turn_id,
+        channel=channel,
+        scope_id=scope_id,
+        user_id=user_id,
+        character=character,
+    )
     for row in rows:  # one per model call, nearly always
         _INSERT.rows(session, row)
     return len(rows)
 
 
 _USAGE: Any = LLMUsage.__table__  # type: ignore[attr-defined]
+USAGE_TABLE: Any = _USAGE
+"""The ``llm_usage`` table (for statements that insert its rows with other work)."""
 _INSERT = FastStatement(
     insert(_USAGE).values(
         {c.name: bindparam(c.name, type_=c.type) for c in _USAGE.c if c.name != "id"}

@@ -15,6 +15,7 @@ from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from nekoflow.turns import llm_lease, publications, store
 from nekoflow.turns.llm_lease import claim_llm_call, claim_llm_call_in, release_llm_lease
+from nekoflow.turns.stage_store import ExtraRows
 from tests.conftest import PG_URL
 
 
@@ -137,6 +138,46 @@ def test_put_stage_counts_the_run_and_may_commit_asynchronously(engine: Engine) 
         run = s.get(TurnRun, "a")
         assert (run.stage, run.prompt_tokens) == ("before_turn", 5)
         assert store.get_stage(s, "a", "before_turn") == {"x": 1}
+
+
+def test_rows_stored_with_a_result_are_stored_only_with_it(engine: Engine) -> None:
+    """The usage a stage paid for goes in with its result (one statement on PostgreSQL), and
+    not at all when another delivery's result is already stored."""
+    from nekoflow.storage.usage import LLMUsage
+    from nekoflow.usage.meter import UsageEntry
+    from nekoflow.usage.store import USAGE_TABLE, usage_rows
+
+    store.create_turn_run(engine, new_run("a"))
+
+    def rows(kind: str, *entries: UsageEntry) -> ExtraRows:
+        return USAGE_TABLE, usage_rows(entries, kind=kind, turn_id="a", channel="web")
+
+    with Session(engine) as s:
+        two = rows("review", UsageEntry("m1", 10, 2), UsageEntry("m2", 5, 1))
+        assert store.put_stage(s, "a", "review", {"ok": 1}, rows=two, llm_model="m1")
+        s.commit()
+    with Session(engine) as s:  # the losing delivery's usage is not kept
+        assert not store.put_stage(
+            s, "a", "review", {"ok": 2}, rows=rows("review", UsageEntry("m3", 7, 7))
+        )
+        s.commit()
+    with Session(engine) as s:
+        assert store.put_stage(
+            s, "a", "llm_call", {"text": "x"}, rows=rows("reply", UsageEntry("m1", 3, 4))
+        )
+        s.commit()
+    with Session(engine) as s:
+        got = sorted(
+            (u.kind, u.n, u.model, u.prompt_tokens, u.completion_tokens)
+            for u in s.exec(select(LLMUsage)).all()
+        )
+        assert got == [
+            ("reply", 1, "m1", 3, 4),
+            ("review", 1, "m1", 10, 2),
+            ("review", 2, "m2", 5, 1),
+        ]
+        assert s.get(TurnRun, "a").llm_model == "m1"
+        assert store.get_stage(s, "a", "review") == {"ok": 1}
 
 
 def test_stuck_turns(engine: Engine) -> None:

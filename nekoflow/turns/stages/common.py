@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
@@ -23,6 +23,9 @@ from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnNotRunnable
 from nekoflow.turns.models import DispatchResult
+
+if TYPE_CHECKING:
+    from nekoflow.turns.usage import TurnUsage
 
 log = logging.getLogger(__name__)
 
@@ -112,30 +115,38 @@ def _save_result(
     result: R,
     *,
     also: Callable[[Bind], Any] | None = None,
+    usage: TurnUsage | None = None,
     session: Bind | None = None,
     **run_fields: Any,
 ) -> R:
     """Store a computed result (and progress on the TurnRun) in one transaction — ``session``'s
-    when given (the stage read its inputs there); ``also`` adds rows that belong with it (the
-    usage the stage paid for), only when this result is kept."""
+    when given (the stage read its inputs there); ``usage`` (what the stage paid for) is stored
+    in the same statement and ``also`` adds rows that belong with it, both only when this
+    result is kept (``usage.added`` says whether it was)."""
     if session is None:
         with deps.engine.connect() as s:  # Core statements only: no Session needed
-            return _save_result(deps, turn_id, stage, result, also=also, session=s, **run_fields)
-    ok = store.put_stage(
-        session,
-        turn_id,
-        stage,
-        result.model_dump(mode="json"),
-        async_commit=_async_commit(deps),
-        **run_fields,
-    )
-    if ok and also is not None:
-        try:
+            return _save_result(
+                deps, turn_id, stage, result, also=also, usage=usage, session=s, **run_fields
+            )
+    try:
+        ok = store.put_stage(
+            session,
+            turn_id,
+            stage,
+            result.model_dump(mode="json"),
+            async_commit=_async_commit(deps),
+            rows=usage.rows() if usage is not None else None,
+            **run_fields,
+        )
+        if ok and also is not None:
             also(session)
-        except IntegrityError:  # its rows exist: a concurrent run of the stage stored them
-            session.rollback()
-            return _required(deps, turn_id, stage, type(result))
-    return _commit_result(session, deps, turn_id, stage, result, stored=ok)
+    except IntegrityError:  # its rows exist: a concurrent run of the stage stored them
+        session.rollback()
+        return _required(deps, turn_id, stage, type(result))
+    kept = _commit_result(session, deps, turn_id, stage, result, stored=ok)
+    if usage is not None:
+        usage.added = ok and kept is result
+    return kept
 
 
 def _request(run: TurnRun) -> ChatRequest:

@@ -127,7 +127,7 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
         turn_id,
         "llm_call",
         result,
-        also=usage,
+        usage=usage,
         llm_lease_until=None,
         llm_lease_owner=None,
         llm_model=result.model,

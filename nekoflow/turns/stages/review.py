@@ -150,7 +150,7 @@ def _keep(
     d = turn.required("dispatch", DispatchResult)
     usage = TurnUsage(turn.run, d, "review", calls)
     kept = _save_result(
-        deps, turn.run.turn_id, "review", output, also=usage, session=s, **run_fields
+        deps, turn.run.turn_id, "review", output, usage=usage, session=s, **run_fields
     )
     usage.count(deps)
     return kept
