@@ -89,6 +89,34 @@ def test_direct_message_is_private(event) -> None:
     assert QQBotChannelAdapter().parse_event(raw["d"]).scene == "private"
 
 
+@pytest.mark.parametrize("content", ["", "  ", None])
+def test_message_without_text_or_attachment_gives_none(event, content) -> None:
+    # a card/ark message: nothing the character can read and no mention of the bot
+    private = event("qqbot_c2c")
+    guild = event("qqbot_guild_message")
+    guild["d"].pop("mentions")
+    for raw in (private, guild):
+        if content is None:
+            raw["d"].pop("content")
+        else:
+            raw["d"]["content"] = content
+        assert QQBotChannelAdapter().parse_event(raw) is None
+        assert QQBotChannelAdapter().parse_event(raw["d"]) is None  # bare d alike
+
+
+def test_attachment_or_bot_mention_without_text_is_a_message(event) -> None:
+    at = event("qqbot_group_at")
+    at["d"]["content"] = " "
+    assert QQBotChannelAdapter().parse_event(at).attachments  # image only
+    at["d"].pop("attachments")
+    bare_at = QQBotChannelAdapter().parse_event(at)  # "@bot" alone still asks for an answer
+    assert bare_at is not None and bare_at.is_mentioned and bare_at.content == ""
+    guild = event("qqbot_guild_message")
+    guild["d"]["content"] = "<@!5566>"  # only the bot's mention token
+    request = QQBotChannelAdapter().parse_event(guild)
+    assert request is not None and request.is_mentioned and request.content == ""
+
+
 @pytest.mark.parametrize(
     "raw",
     [

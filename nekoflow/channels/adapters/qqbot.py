@@ -11,7 +11,9 @@ channel). Other ops (hello, heartbeat ack, webhook validation) and other event t
 as do messages whose author is a bot. The AT types are mentions; otherwise a ``mentions`` entry
 whose id is ``bot_appid``, or that is flagged ``bot``/``is_bot``/``is_you``, is one. An
 ``AT_MESSAGE_CREATE`` with a ``message_reference`` and no bot mention is a reply to the bot (the
-platform sends AT events for "@bot or a reply to the bot").
+platform sends AT events for "@bot or a reply to the bot"). A message with no text, no attachment
+and no mention of the bot (e.g. a shared card/ark, whose ``content`` is empty) is not a chat
+message: None, as in the OneBot adapter.
 
 ``conversation_id`` is ``qqbot:group:{group_openid}`` (guild channels: ``qqbot:group:{channel_id}``)
 or ``qqbot:private:{user_openid}`` (guild DMs: ``qqbot:private:{author.id}``, with the DM's
@@ -105,6 +107,9 @@ class QQBotChannelAdapter(BaseChannelAdapter):
         content = self._clean_content(d.text("content"), mentions, bot_ids)
         mentioned_bot = bool(bot_ids) or any(self._is_bot_mention(m) for m in mentions)
         is_at_type = event_type in _AT_TYPES
+        attachments = self._attachments(d)
+        # text or an attachment: a shared card/ark (empty content, no attachment) has neither
+        readable = bool(content.strip() or attachments)
         reference = d.obj("message_reference")
         reply_to = reference.ident("message_id") if reference is not None else ""
 
@@ -126,6 +131,8 @@ class QQBotChannelAdapter(BaseChannelAdapter):
                 user_id = author.ident("id", required=True)
                 metadata["guild_id"] = d.ident("guild_id", required=True)
                 metadata["src_guild_id"] = d.ident("src_guild_id")
+            if not readable:
+                return None  # not a chat message (it would become a "…" turn)
             metadata.update(self._seed_keys(event_type, "private", "", user_id, d))
             return self._request(
                 conversation_id=f"qqbot:private:{user_id}",
@@ -134,7 +141,7 @@ class QQBotChannelAdapter(BaseChannelAdapter):
                 content=content,
                 message_id=d.ident("id"),
                 display_name=display_name,
-                attachments=self._attachments(d),
+                attachments=attachments,
                 is_mentioned=False,
                 is_reply_to_bot=False,
                 metadata=metadata,
@@ -151,6 +158,8 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             group_id = d.ident("channel_id", required=True)
             user_id = author.ident("id", required=True)
             metadata["guild_id"] = d.ident("guild_id")
+        if not readable and not (is_at_type or mentioned_bot):
+            return None  # nothing to read and no mention of the bot: not a chat message
         metadata.update(self._seed_keys(event_type, "group", group_id, user_id, d))
         return self._request(
             conversation_id=f"qqbot:group:{group_id}",
@@ -160,7 +169,7 @@ class QQBotChannelAdapter(BaseChannelAdapter):
             message_id=d.ident("id"),
             display_name=display_name,
             group_id=group_id,
-            attachments=self._attachments(d),
+            attachments=attachments,
             is_mentioned=is_at_type or mentioned_bot,
             is_reply_to_bot=bool(
                 event_type == "AT_MESSAGE_CREATE" and reply_to and not mentioned_bot

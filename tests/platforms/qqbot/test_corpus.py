@@ -9,11 +9,15 @@ import json
 from typing import Any
 
 import pytest
+from sqlmodel import Session, select
 
 from nekoflow.channels.adapters import get_adapter
 from nekoflow.delivery.registry import destination_for
 from nekoflow.platforms.qqbot.crypto import validation_answer, verify
 from nekoflow.platforms.qqbot.rules import message_body, message_path
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.enqueue import submit_turn
 from tests.corpus import CORPUS
 
 CHAT_TYPES = {
@@ -44,12 +48,22 @@ def _events() -> list[tuple[str, dict[str, Any]]]:
 
 
 EVENTS = _events()
+BY_NAME = dict(EVENTS)
 
 
 def test_corpus_is_there() -> None:
     if not CORPUS.is_dir():
         pytest.skip(f"corpus folder {CORPUS} is absent")
     assert len(EVENTS) >= 20
+
+
+def _readable(event: dict[str, Any]) -> bool:
+    """Text or an attachment, or an AT event (a mention of the bot): a turn by the protocol's
+    fields; a C2C card/ark (empty content, no attachment) is none of these."""
+    d = event["d"]
+    if event["t"] in ("GROUP_AT_MESSAGE_CREATE", "AT_MESSAGE_CREATE"):
+        return True
+    return bool(str(d.get("content", "")).strip() or d.get("attachments"))
 
 
 def _expected_destination(event: dict[str, Any]) -> tuple[str, str, str]:
@@ -70,6 +84,9 @@ def test_corpus_event_parses_as_the_protocol_says(name: str, event: dict[str, An
     req = adapter.parse_event(event)
     if event.get("op") != 0 or event.get("t") not in CHAT_TYPES:
         assert req is None, name  # hello, ack, READY/RESUMED, validation, notices
+        return
+    if not _readable(event):
+        assert req is None, name  # nothing the character can read: not a turn
         return
     assert req is not None, name
     d = event["d"]
@@ -104,3 +121,24 @@ def test_corpus_validation_request_is_answered_and_signed() -> None:
         assert verify("naOC0ocQE3shWLAfffVLB1rhYPG7", answer["signature"], "", message) is False
         ts, rest = message[: len(d["event_ts"])], message[len(d["event_ts"]) :]
         assert verify("naOC0ocQE3shWLAfffVLB1rhYPG7", answer["signature"], ts.decode(), rest)
+
+
+def _corpus(name: str) -> dict[str, Any]:
+    if name not in BY_NAME:
+        pytest.skip(f"corpus event {name} is absent")
+    return json.loads(json.dumps(BY_NAME[name]))
+
+
+def test_card_without_text_is_skipped_not_answered(deps: TurnDeps) -> None:
+    # a friend card sent in C2C: empty content, no attachment, only an ark the bot cannot read
+    card = _corpus("qqbot_lrobot_lr232_captures:好友卡片")
+    assert card["d"]["content"] == "" and "attachments" not in card["d"]
+    assert get_adapter("qqbot").parse_event(card) is None
+    handle = submit_turn(deps, "qqbot", card)
+    assert (handle.status(), handle.reason) == ("skipped", "not a chat message")
+    with Session(deps.engine) as s:
+        assert s.exec(select(TurnRun)).all() == []
+    # the same capture's text and image messages are still turns
+    for name in ("群聊消息", "私聊图片"):
+        handle = submit_turn(deps, "qqbot", _corpus(f"qqbot_lrobot_lr232_captures:{name}"))
+        assert handle.status() == "queued", name
