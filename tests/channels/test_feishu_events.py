@@ -8,6 +8,7 @@ import pytest
 
 from nekoflow.channels import FeishuChannelAdapter
 from nekoflow.channels.errors import MalformedEventError
+from tests.channels.conftest import feishu_event
 
 
 def test_group_text_with_mentions(event) -> None:
@@ -82,6 +83,31 @@ def test_media_messages(event, message_type, content, kind, file_id) -> None:
     [attachment] = request.attachments
     assert (attachment.type, attachment.file_id) == (kind, file_id)
     assert request.content == ""
+
+
+@pytest.mark.parametrize(
+    ("message_type", "content"),
+    [
+        ("share_chat", '{"chat_id": "oc_1"}'),
+        ("share_user", '{"user_id": "ou_1"}'),
+        ("location", '{"name": "猫咖", "longitude": "116.39", "latitude": "39.91"}'),
+        ("merge_forward", "Merged and Forwarded Message"),  # not JSON: not even decoded
+        ("hongbao", '{"text": "[红包]"}'),
+        ("text", '{"text": "  "}'),
+        ("text", '{"text": "@_user_1"}'),  # only the bot's mention, in a p2p chat
+        ("post", '{"title": "", "content": [[]]}'),
+    ],
+)
+def test_messages_without_anything_readable_give_none(message_type, content) -> None:
+    raw = feishu_event({}, chat_type="p2p", message_type=message_type)
+    raw["event"]["message"]["content"] = content
+    assert FeishuChannelAdapter(bot_open_id="ou_bot").parse_event(raw) is None
+
+
+def test_bot_mention_alone_in_a_group_is_a_message() -> None:
+    raw = feishu_event({"text": "@_user_1"})
+    request = FeishuChannelAdapter(bot_open_id="ou_bot").parse_event(raw)
+    assert request is not None and request.is_mentioned and request.content == ""
 
 
 @pytest.mark.parametrize(

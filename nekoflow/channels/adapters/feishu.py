@@ -1,12 +1,15 @@
 """Feishu / Lark: event subscription v2 ``im.message.receive_v1`` → ChatRequest.
 
 ``event.message.content`` is a JSON string whose shape depends on ``message_type`` (text, post,
-image, file, audio, media, sticker). ``chat_type`` p2p is a private chat, anything else a group;
-``thread_id`` marks a topic thread. URL-verification challenges and other event types give None,
-as do messages not sent by a user (``sender_type`` app/bot) and system messages. Mention keys
-(``@_user_1``) are replaced by ``@name``; the bot's own mention is removed. Feishu events carry no
-bot flag, so ``is_mentioned`` needs ``bot_open_id`` (a mention with that open_id, or ``@_all``);
-without it only ``@_all`` counts. The default trigger for Feishu is ``always`` anyway (SPEC).
+image, file, audio, media, sticker are read). ``chat_type`` p2p is a private chat, anything else
+a group; ``thread_id`` marks a topic thread. URL-verification challenges and other event types
+give None, as do messages not sent by a user (``sender_type`` app/bot) and system messages. A
+message of another type (share_chat, share_user, interactive, location, merge_forward…: nothing
+the adapter reads), or with no text, no attachment and no mention of the bot, is not a chat
+message: None, as in the OneBot adapter. Mention keys (``@_user_1``) are replaced by ``@name``;
+the bot's own mention is removed. Feishu events carry no bot flag, so ``is_mentioned`` needs
+``bot_open_id`` (a mention with that open_id, or ``@_all``); without it only ``@_all`` counts.
+The default trigger for Feishu is ``always`` anyway (SPEC).
 
 ``conversation_id`` is the chat id (``oc_…``, unique across p2p chats and groups). Metadata also
 carries the seed's ``feishu_*`` keys (event type, chat id/type, message id/type, sender id).
@@ -26,6 +29,8 @@ from nekoflow.channels.context import Attachment, ChannelRenderPolicy, ChatReque
 _EVENT_TYPE = "im.message.receive_v1"
 _MENTION_ALL = "@_all"
 _FILE_TYPES = {"file": "file", "audio": "audio", "media": "video", "sticker": "sticker"}
+#: The message types whose content the adapter reads (text or an attachment).
+_READ_TYPES = frozenset({"text", "post", "image", *_FILE_TYPES})
 
 
 class FeishuChannelAdapter(BaseChannelAdapter):
@@ -80,9 +85,17 @@ class FeishuChannelAdapter(BaseChannelAdapter):
             return None
         chat_id = message.ident("chat_id", required=True)
         is_group = message.text("chat_type", required=True) != "p2p"
+        if message_type not in _READ_TYPES:
+            # share_chat, share_user, interactive, location, merge_forward (whose content is
+            # not always JSON)…: nothing the adapter reads, no mentions: not a chat message
+            return None
         payload = self._content(message)
         mentions = message.objs("mentions")
         content, attachments, bot_mentioned = self._render(message_type, payload, mentions)
+        if not content.strip() and not attachments and not (is_group and bot_mentioned):
+            # an empty text or post and no mention of the bot: not a chat message (it would
+            # become a "…" turn)
+            return None
 
         metadata: dict[str, Any] = {
             "message_type": message_type,

@@ -9,10 +9,14 @@ import json
 from typing import Any
 
 import pytest
+from sqlmodel import Session, select
 
 from nekoflow.channels.adapters import get_adapter
 from nekoflow.delivery.registry import destination_for
 from nekoflow.platforms.feishu.crypto import decrypt, encrypt, signature, signature_ok
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.enqueue import submit_turn
 from tests.corpus import CORPUS
 
 
@@ -28,6 +32,7 @@ def _events() -> list[tuple[str, dict[str, Any]]]:
 
 
 EVENTS = _events()
+BY_NAME = dict(EVENTS)
 
 
 def test_corpus_is_there() -> None:
@@ -70,3 +75,55 @@ def test_corpus_event_parses_as_the_protocol_says(name: str, event: dict[str, An
         message["message_id"],
     )
     assert dest.thread_id == (message.get("thread_id") or None)
+
+
+#: Message types the adapter does not read, with content as Feishu's "receive message content"
+#: documents it (a merge_forward's content also comes as the bare, non-JSON string).
+UNREADABLE = [
+    ("share_chat", json.dumps({"chat_id": "oc_0dd200d32fda15216d2c2ef1ddb32f76"})),
+    ("share_user", json.dumps({"user_id": "ou_0dd200d32fda15216d2c2ef1ddb32f76"})),
+    (
+        "interactive",
+        json.dumps(
+            {"title": "", "elements": [[{"tag": "button", "text": "查看"}]]}, ensure_ascii=False
+        ),
+    ),
+    (
+        "location",
+        json.dumps(
+            {"name": "故宫博物院", "longitude": "116.397755", "latitude": "39.916345"},
+            ensure_ascii=False,
+        ),
+    ),
+    ("merge_forward", json.dumps({"content": "Merged and Forwarded Message"})),
+    ("merge_forward", "Merged and Forwarded Message"),
+]
+
+
+def _receive_event() -> dict[str, Any]:
+    name = "feishu_official_doc_events:Test_ImMessageReceiveV1EventBodyDto"
+    if name not in BY_NAME:
+        pytest.skip(f"corpus event {name} is absent")
+    return json.loads(json.dumps(BY_NAME[name]))
+
+
+@pytest.mark.parametrize(("message_type", "content"), UNREADABLE)
+def test_message_without_anything_readable_is_skipped(
+    deps: TurnDeps, message_type: str, content: str
+) -> None:
+    event = _receive_event()
+    message = event["event"]["message"]
+    message["message_type"] = message_type
+    message["content"] = content
+    message.pop("mentions")  # only text and post messages carry mentions
+    assert get_adapter("feishu").parse_event(event) is None
+    handle = submit_turn(deps, "feishu", event)
+    assert (handle.status(), handle.reason) == ("skipped", "not a chat message")
+    with Session(deps.engine) as s:
+        assert s.exec(select(TurnRun)).all() == []
+
+
+def test_the_corpus_text_message_is_still_a_turn(deps: TurnDeps) -> None:
+    handle = submit_turn(deps, "feishu", _receive_event())
+    assert handle.status() == "queued"
+    assert handle.run().request["content"] == "@Tom hello"
