@@ -158,11 +158,12 @@ def _context(run: TurnRun) -> ChannelRuntimeContext:
 
 
 def user_text(req: ChatRequest) -> str:
-    """What the user said, with a placeholder per attachment when there is no text."""
-    if req.content.strip():
-        return req.content
+    """What the user said, then a placeholder per attachment (``[image]``…); "…" for neither."""
     kinds = [getattr(a, "type", "file") or "file" for a in req.attachments]
-    return "".join(f"[{kind}]" for kind in kinds) or "…"
+    placeholders = "".join(f"[{kind}]" for kind in kinds)
+    if not req.content.strip():
+        return placeholders or "…"
+    return f"{req.content} {placeholders}" if placeholders else req.content
 
 
 def display_text(segments: list[ReplySegment]) -> str:
