@@ -168,9 +168,10 @@ class CardImport(BaseModel):
     removed_book: str | None = None
 
 
-def _store_book(engine: Engine, raw: bytes, book: WorldBook, book_id: str | None) -> WorldBook:
+def _store_book(
+    store: WorldBookStore, raw: bytes, book: WorldBook, book_id: str | None
+) -> WorldBook:
     """Store the card's book; on an update it replaces the book the previous import made."""
-    store = WorldBookStore(engine)
     if book_id is not None and store.get(book_id) is not None:
         [book] = from_character_card(card_document(raw), book_id=book_id).books
         [stored] = store.import_books([book], replace=True)
@@ -186,52 +187,36 @@ def import_card_report(engine: Engine, raw: bytes, *, update: bool = False) -> C
     ``InputError`` unless ``update``: then the existing character keeps its id, conversations,
     memories and per-scope relationships, and gets the new card, profile and initial
     relationship; the world book of its previous import is replaced by the new card's book (or
-    removed when the new card has none). A new role is removed again if storing its book fails.
+    removed when the new card has none). The role and its book are written in one transaction:
+    when anything fails, nothing is written (an update leaves the previous card and book).
     """
     parsed = parse_card(raw)
     card = parsed.card
-    with Session(engine, expire_on_commit=False) as s:
+    relationship = normalize_relationship(parsed.relationship)
+    with engine.begin() as conn, Session(conn, expire_on_commit=False) as s:
         existing = s.exec(select(Role).where(Role.name == parsed.name)).first()
-    if existing is not None and not update:
-        raise InputError(
-            f"a character named {parsed.name!r} exists already (id {existing.id}); "
-            "import with --update to replace its card",
-            field="name",
-        )
-    if existing is None:
-        role = add_character(
-            engine, parsed.name, profile=parsed.profile, relationship=parsed.relationship
-        )
-        old_book = None
-    else:
-        role = existing
-        old_book = (existing.card or {}).get("book_id")
-    book = None
-    try:
+        if existing is not None and not update:
+            raise InputError(
+                f"a character named {parsed.name!r} exists already (id {existing.id}); "
+                "import with --update to replace its card",
+                field="name",
+            )
+        old_book = (existing.card or {}).get("book_id") if existing is not None else None
+        store = WorldBookStore(conn)  # its writes join this transaction
+        book = None
         if parsed.book is not None:
-            book = _store_book(engine, raw, parsed.book, old_book)
+            book = _store_book(store, raw, parsed.book, old_book)
             card.book_id = book.id
-    except InputError:
-        if existing is None:
-            with Session(engine) as s:
-                stored = s.get(Role, role.id)
-                if stored is not None:
-                    s.delete(stored)
-                    s.commit()
-        raise
-    removed = None
-    with Session(engine, expire_on_commit=False) as s:
-        row = s.get(Role, role.id)
-        assert row is not None
-        row.card = card.model_dump(mode="json")
-        row.profile_prompt = parsed.profile
-        row.initial_relationship = normalize_relationship(parsed.relationship)
-        s.add(row)
-        s.commit()
-        s.refresh(row)
-        role = row
-    if existing is not None and old_book and parsed.book is None:
-        removed = old_book if WorldBookStore(engine).delete(old_book) else None
+        removed = None
+        if old_book and parsed.book is None:
+            removed = old_book if store.delete(old_book) else None
+        role = existing or Role.new(parsed.name, initial_relationship=relationship)
+        role.card = card.model_dump(mode="json")
+        role.profile_prompt = parsed.profile
+        role.initial_relationship = relationship
+        s.add(role)
+        s.flush()
+        s.refresh(role)
     return CardImport(
         role=role,
         book=book,

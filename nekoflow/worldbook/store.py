@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import delete, func
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from nekoflow.errors import InputError
@@ -94,10 +94,10 @@ def _book_from_rows(row: WorldBookRow, entries: Iterable[WorldBookEntryRow]) -> 
 BASE_DIR_DB = ("data", "world_books.db")
 
 
-def _engine_for(target: Engine | str | os.PathLike[str] | None) -> Engine:
+def _engine_for(target: Engine | Connection | str | os.PathLike[str] | None) -> Engine | Connection:
     if target is None:
         return get_engine()
-    if isinstance(target, Engine):
+    if isinstance(target, Engine | Connection):
         return target
     if isinstance(target, str | os.PathLike):
         text = os.fspath(target)
@@ -110,8 +110,8 @@ def _engine_for(target: Engine | str | os.PathLike[str] | None) -> Engine:
         create_all(engine)
         return engine
     raise InputError(
-        "WorldBookStore wants an SQLAlchemy Engine, a database URL or a base directory, "
-        f"got {type(target).__name__}",
+        "WorldBookStore wants an SQLAlchemy Engine or Connection, a database URL or a base "
+        f"directory, got {type(target).__name__}",
         field="engine",
     )
 
@@ -123,9 +123,12 @@ class WorldBookStore:
     ``WorldBookStore(engine)`` a given engine; ``WorldBookStore("postgresql://…")`` a database URL;
     and, as in the seed, ``WorldBookStore(base_dir)`` a SQLite database at
     ``<base_dir>/data/world_books.db`` (tables created when missing).
+    ``WorldBookStore(connection)`` works on a connection: inside its open transaction
+    (``engine.begin()``) every write joins that transaction and commits nothing (a failing write
+    rolls it all back), so a book is written together with other rows, all or nothing.
     """
 
-    def __init__(self, engine: Engine | str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, engine: Engine | Connection | str | os.PathLike[str] | None = None) -> None:
         self._engine = _engine_for(engine)
 
     # ------------------------------------------------------------------ books

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from nekoflow.characters import card_document, import_card_report, parse_card
 from nekoflow.characters.card import CardData, read_card
@@ -200,6 +200,64 @@ def test_import_stores_the_card_and_update_replaces_it(engine) -> None:
     assert fourth.removed_book == second.book.id and store.list_all() == []
     with Session(engine) as s:
         assert s.get(Role, first.role.id).card["personality"] == "细心"
+
+
+# --- all or nothing: a failure while writing leaves no half-written character or book ----
+
+
+def _locked(*_args: Any, **_kwargs: Any) -> Any:
+    raise RuntimeError("database is locked")
+
+
+def _stored(engine) -> tuple[list[tuple[str, Any, str]], list[dict[str, Any]]]:
+    """Every role (name, card, profile) and every book as stored."""
+    with Session(engine) as s:
+        roles = [(r.name, r.card, r.profile_prompt) for r in s.exec(select(Role).order_by(Role.id))]
+    return roles, [b.model_dump() for b in WorldBookStore(engine).list_all()]
+
+
+def _seraphina_v2(**changes: Any) -> bytes:
+    """Seraphina's corpus card (V2 PNG with a character_book) as JSON, ``data`` changed."""
+    doc = dict(card_document(corpus("st_default_Seraphina.png")))
+    return json.dumps({**doc, "data": {**doc["data"], **changes}}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("fail", ["book", "role"])
+def test_a_failing_import_writes_nothing(
+    engine, monkeypatch: pytest.MonkeyPatch, fail: str
+) -> None:
+    raw = corpus("st_default_Seraphina.png")
+    if fail == "book":  # the book store fails (the role would come first)
+        monkeypatch.setattr(WorldBookStore, "import_books", _locked)
+    else:  # the role fails after its book was written
+        monkeypatch.setattr(Role, "new", _locked)
+    with pytest.raises(RuntimeError, match="database is locked"):
+        import_card_report(engine, raw)
+    assert _stored(engine) == ([], [])
+    monkeypatch.undo()
+    result = import_card_report(engine, raw)  # not refused as "exists already"
+    assert result.book is not None and result.role.card["book_id"] == result.book.id
+
+
+@pytest.mark.parametrize("fail", ["book", "delete"])
+def test_a_failing_update_keeps_the_previous_card_and_book(
+    engine, monkeypatch: pytest.MonkeyPatch, fail: str
+) -> None:
+    first = import_card_report(engine, corpus("st_default_Seraphina.png"))
+    assert first.book is not None
+    before = _stored(engine)
+    if fail == "book":  # replacing the book fails
+        monkeypatch.setattr(WorldBookStore, "import_books", _locked)
+        raw = _seraphina_v2(personality="冷淡", character_book={"entries": [{"keys": ["x"]}]})
+    else:  # a card without a book: removing the previous book fails
+        monkeypatch.setattr(WorldBookStore, "delete", _locked)
+        raw = _seraphina_v2(personality="冷淡", character_book=None)
+    with pytest.raises(RuntimeError, match="database is locked"):
+        import_card_report(engine, raw, update=True)
+    assert _stored(engine) == before
+    monkeypatch.undo()
+    again = import_card_report(engine, raw, update=True)
+    assert again.role.id == first.role.id and again.role.card["personality"] == "冷淡"
 
 
 @pytest.mark.parametrize("name", CARDS)
