@@ -25,6 +25,9 @@ from nekoflow.errors import InputError
 
 __all__ = ["CardData", "DepthPrompt", "FieldNote", "read_card"]
 
+V2_SPECS = ("chara_card_v2", "chara_card_v3")
+"""The specs whose fields live in ``data`` (an object)."""
+
 DepthRole = Literal["system", "user", "assistant"]
 Status = Literal["kept", "mapped", "not used", "empty"]
 
@@ -173,7 +176,24 @@ def _spec(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], str]:
     if isinstance(data, Mapping):
         name = spec if isinstance(spec, str) and spec else "chara_card_v2"
         return name, data, "data"
+    if spec in V2_SPECS:
+        got = type(data).__name__ if "data" in doc else "nothing"
+        raise InputError(
+            f"a {spec} card keeps its fields in data, which must be an object (got {got})",
+            field="data",
+        )
     return "chara_card_v1", doc, ""
+
+
+def _book(data: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+    """The card's character_book (None when absent); anything but an object is an error."""
+    book = data.get("character_book")
+    if book is None or isinstance(book, Mapping):
+        return book
+    raise InputError(
+        f"character_book must be an object {{entries: [...]}}, got {type(book).__name__}",
+        field=field,
+    )
 
 
 def read_card(doc: Mapping[str, Any]) -> tuple[CardData, list[FieldNote]]:
@@ -206,14 +226,17 @@ def read_card(doc: Mapping[str, Any]) -> tuple[CardData, list[FieldNote]]:
         else:
             notes.append(FieldNote(field=field, status="not used", note=_STORED[key]))
     notes.extend(_extension_notes(ext, depth, prefix))
-    if isinstance(data.get("character_book"), Mapping):
+    book_field = _path(prefix, "character_book")
+    if _book(data, book_field) is not None:
         notes.append(
             FieldNote(
-                field=_path(prefix, "character_book"),
+                field=book_field,
                 status="mapped",
                 note="world book bound to the character (entries reported below)",
             )
         )
+    elif "character_book" in data:
+        notes.append(FieldNote(field=book_field, status="empty"))
     known = {"name", "extensions", "character_book", *_TEXT_FIELDS, *_LIST_FIELDS}
     other: dict[str, Any] = {k: v for k, v in data.items() if k not in known}
     for key in other:

@@ -155,12 +155,25 @@ def from_character_card(
 ) -> ImportReport:
     """The ``character_book`` of a V2/V3 character card, bound to the card's character name."""
     spec = doc.get("spec")
-    data = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    wrapped = isinstance(doc.get("data"), Mapping)
+    if not wrapped and spec in ("chara_card_v2", "chara_card_v3"):
+        got = type(doc.get("data")).__name__ if "data" in doc else "nothing"
+        raise InputError(
+            f"a {spec} card keeps its fields in data, which must be an object (got {got})",
+            field="data",
+        )
+    data = doc["data"] if wrapped else doc
     character_book = data.get("character_book")
-    if not isinstance(character_book, Mapping):
+    field = "data.character_book" if wrapped else "character_book"
+    if character_book is None:
         raise WorldBookDataError(
             ["the character card has no character_book (nothing to import)"],
             field="character_book",
+        )
+    if not isinstance(character_book, Mapping):
+        raise WorldBookDataError(
+            [f"{field} must be an object {{entries: [...]}}, got {type(character_book).__name__}"],
+            field=field,
         )
     book_id = book_id or new_id()
     entries, problems, warnings = map_entries(

@@ -15,6 +15,7 @@ from nekoflow.characters import card_document, import_card_report, parse_card
 from nekoflow.characters.card import CardData, read_card
 from nekoflow.errors import InputError
 from nekoflow.storage.dialogue import Role
+from nekoflow.worldbook.importers import parse_import
 from nekoflow.worldbook.png import minimal_png
 from nekoflow.worldbook.store import WorldBookStore
 from tests.corpus import corpus_file
@@ -159,6 +160,43 @@ def test_bad_fields_are_named(patch: dict, field: str) -> None:
         read_card(doc)
     expected = field.replace("depth.", "data.extensions.depth_prompt.")
     assert err.value.field == expected
+
+
+def _lide(change: Any) -> bytes:
+    """The corpus V3 card (27-entry character_book) with one change made to its JSON."""
+    doc = json.loads(corpus("lide_ai_v3.json"))
+    change(doc)
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (lambda d: d["data"].update(character_book=[]), "data.character_book", "got list"),
+        (lambda d: d["data"].update(character_book="爱"), "data.character_book", "got str"),
+        (lambda d: d["data"].update(character_book=3), "data.character_book", "got int"),
+        (lambda d: d.update(data=[]), "data", r"chara_card_v3 card .* \(got list\)"),
+        (lambda d: d.update(data="{}"), "data", r"must be an object \(got str\)"),
+        (lambda d: d.pop("data"), "data", r"must be an object \(got nothing\)"),
+    ],
+)
+def test_a_wrongly_typed_book_or_data_is_named_and_nothing_written(
+    engine, change: Any, field: str, message: str
+) -> None:
+    raw = _lide(change)
+    for read in (parse_card, parse_import):  # character import and worldbook import alike
+        with pytest.raises(InputError, match=message) as err:
+            read(raw)
+        assert err.value.field == field
+    with pytest.raises(InputError):
+        import_card_report(engine, raw)
+    assert _stored(engine) == ([], [])
+
+
+def test_a_null_book_is_no_book() -> None:
+    parsed = parse_card(_lide(lambda d: d["data"].update(character_book=None)))
+    assert parsed.book is None and parsed.card.name == "爱"
+    assert {n.field: n.status for n in parsed.notes}["data.character_book"] == "empty"
 
 
 def test_import_stores_the_card_and_update_replaces_it(engine) -> None:
