@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from nekoflow.characters.card import CardData, FieldNote, read_card
+from nekoflow.characters.card import CardData, FieldNote, card_fields, read_card
 from nekoflow.errors import InputError
 from nekoflow.storage.dialogue import Role
 from nekoflow.turns.characters import normalize_relationship
@@ -92,18 +92,24 @@ def card_document(raw: bytes) -> Mapping[str, Any]:
     return doc
 
 
+def _book_card(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The card as its book is read: its fields (V2/V3: ``data`` plus top-level ones it lacks)."""
+    spec, data = card_fields(doc)
+    return {"spec": spec, "data": data}
+
+
 def parse_card(raw: bytes) -> CharacterCard:
     """Read a V1/V2/V3 card from JSON or PNG bytes; a malformed card is an ``InputError``."""
     doc = card_document(raw)
     card, notes = read_card(doc)
-    data = doc.get("data") if isinstance(doc.get("data"), Mapping) else doc
+    data = card_fields(doc)[1]
     relationship = normalize_relationship(_relationship_source(doc, data))
     if "relationship" in data or "relationship" in doc:
         notes.append(FieldNote(field="relationship", status="mapped", note="initial relationship"))
     book = None
     warnings: list[str] = []
-    if isinstance(data.get("character_book"), Mapping):
-        report = from_character_card(doc)
+    if data.get("character_book") is not None:  # an object: read_card checked it
+        report = from_character_card(_book_card(doc))
         book = report.books[0]
         warnings = list(report.warnings)
     return CharacterCard(
@@ -173,7 +179,7 @@ def _store_book(
 ) -> WorldBook:
     """Store the card's book; on an update it replaces the book the previous import made."""
     if book_id is not None and store.get(book_id) is not None:
-        [book] = from_character_card(card_document(raw), book_id=book_id).books
+        [book] = from_character_card(_book_card(card_document(raw)), book_id=book_id).books
         [stored] = store.import_books([book], replace=True)
         return stored
     [stored] = store.import_books([book])

@@ -165,6 +165,8 @@ def from_character_card(
     data = doc["data"] if wrapped else doc
     character_book = data.get("character_book")
     field = "data.character_book" if wrapped else "character_book"
+    if character_book is None and wrapped:  # data lacks it: the top-level one is the card's
+        character_book, field = doc.get("character_book"), "character_book"
     if character_book is None:
         raise WorldBookDataError(
             ["the character card has no character_book (nothing to import)"],
@@ -182,7 +184,8 @@ def from_character_card(
     if problems:
         raise WorldBookDataError([f"character_book {p}" for p in problems])
     rules = _book_rules(character_book, "character_book", "character_book.")
-    character = data.get("name") if isinstance(data.get("name"), str) else ""
+    named = data.get("name") if data.get("name") is not None else doc.get("name")
+    character = named if isinstance(named, str) else ""
     stamp = stamp or now_iso()
     for entry in entries:
         entry.created_at = entry.updated_at = stamp

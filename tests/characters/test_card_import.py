@@ -199,6 +199,96 @@ def test_a_null_book_is_no_book() -> None:
     assert {n.field: n.status for n in parsed.notes}["data.character_book"] == "empty"
 
 
+# --- V2/V3 top-level fields: used when data lacks them, duplicates when equal, else reported --
+
+
+def _notes(parsed: Any) -> dict[str, str]:
+    return {n.field: f"{n.status}: {n.note}" for n in parsed.notes}
+
+
+TOP_BOOK = {"entries": [{"keys": ["白塔"], "content": "白塔是分别的地方", "id": 1}]}
+
+
+def _top_only(**top: Any) -> bytes:
+    """A V2 card whose data has only name and description; ``top`` at the top level."""
+    doc = {"spec": "chara_card_v2", "data": {"name": "猫", "description": "d"}, **top}
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
+def test_top_level_fields_data_lacks_are_used(engine) -> None:
+    raw = _top_only(
+        system_prompt="只在顶层的系统提示",
+        alternate_greetings=["顶层问候"],
+        creatorcomment="给人看的",
+        character_book=TOP_BOOK,
+    )
+    parsed = parse_card(raw)
+    card = parsed.card
+    assert card.system_prompt == "只在顶层的系统提示" and card.alternate_greetings == ["顶层问候"]
+    assert card.creator_notes == "给人看的" and card.other == {}
+    assert parsed.profile.startswith("只在顶层的系统提示")
+    assert parsed.book is not None and [e.content for e in parsed.book.entries] == [
+        "白塔是分别的地方"
+    ]
+    notes = _notes(parsed)
+    for field in ("system_prompt", "alternate_greetings", "creatorcomment", "character_book"):
+        assert notes[field].endswith("taken from the top level (data has none)"), field
+        assert f"data.{field}" not in notes
+    assert notes["system_prompt"].startswith("kept:")
+    assert notes["character_book"].startswith("mapped:")
+    # stored and bound; an update replaces the same book, the top-level book read again
+    first = import_card_report(engine, raw)
+    assert first.book is not None and first.role.card["book_id"] == first.book.id
+    assert first.role.card["system_prompt"] == "只在顶层的系统提示"
+    book2 = {"entries": [{"keys": ["月"], "content": "月亮", "id": 1}]}
+    second = import_card_report(engine, _top_only(character_book=book2), update=True)
+    assert second.book is not None and second.book.id == first.book.id
+    stored = WorldBookStore(engine).get(first.book.id)
+    assert [e.content for e in stored.entries] == ["月亮"]
+    # the worldbook import of the card finds the same book
+    [book] = parse_import(raw).books
+    assert [e.content for e in book.entries] == ["白塔是分别的地方"] and book.character_ids == [
+        "猫"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("top", "field", "message"),
+    [
+        ({"system_prompt": 5}, "system_prompt", "must be a string"),
+        ({"alternate_greetings": [1]}, "alternate_greetings", "list of strings"),
+        ({"character_book": []}, "character_book", "must be an object"),
+        ({"extensions": {"depth_prompt": "x"}}, "extensions.depth_prompt", "depth_prompt"),
+    ],
+)
+def test_a_bad_top_level_field_data_lacks_is_named(top: dict, field: str, message: str) -> None:
+    with pytest.raises(InputError, match=message) as err:
+        parse_card(_top_only(**top))
+    assert err.value.field == field
+
+
+def test_top_level_duplicates_are_silent_and_differences_reported() -> None:
+    doc = json.loads(corpus("lide_ai_v3.json"))
+    same = parse_card(corpus("lide_ai_v3.json"))
+    notes = _notes(same)
+    for field in ("name", "description", "first_mes", "mes_example", "tags"):
+        assert notes[field] == f"not used: duplicate of data.{field}", field
+    assert notes["creatorcomment"] == "not used: duplicate of data.creator_notes"
+    assert not any(k.startswith("top.") and k[4:] in doc["data"] for k in same.card.other)
+    # a top-level copy that differs: data wins, the other value is reported and kept raw
+    changed = {**doc, "description": "旧的描述", "name": "旧名", "creatorcomment": "旧注"}
+    parsed = parse_card(json.dumps(changed, ensure_ascii=False).encode())
+    assert (parsed.card.name, parsed.card.description) == ("爱", doc["data"]["description"])
+    assert parsed.card.creator_notes == doc["data"]["creator_notes"]
+    notes = _notes(parsed)
+    for key, twin in (("description", "description"), ("name", "name")):
+        assert notes[key].startswith(f"not used: differs from data.{twin}, which is used"), key
+    assert notes["creatorcomment"].startswith("not used: differs from data.creator_notes")
+    assert parsed.card.other["top.description"] == "旧的描述"
+    assert parsed.card.other["top.name"] == "旧名"
+    assert parsed.card.other["top.creatorcomment"] == "旧注"
+
+
 def test_import_stores_the_card_and_update_replaces_it(engine) -> None:
     raw = json.dumps(FULL, ensure_ascii=False).encode()
     first = import_card_report(engine, raw)
@@ -337,10 +427,16 @@ _fields = st.sampled_from(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(_fields, _json, max_size=6), st.booleans())
-def test_any_json_card_is_read_or_rejected_with_a_field(data: dict, wrapped: bool) -> None:
+@given(
+    st.dictionaries(_fields, _json, max_size=6),
+    st.booleans(),
+    st.dictionaries(_fields, _json, max_size=3),
+)
+def test_any_json_card_is_read_or_rejected_with_a_field(
+    data: dict, wrapped: bool, top: dict
+) -> None:
     data = {"name": "猫", **data} if "name" not in data else data
-    doc = {"spec": "chara_card_v2", "data": data} if wrapped else data
+    doc = {**top, "spec": "chara_card_v2", "data": data} if wrapped else data
     raw = json.dumps(doc, ensure_ascii=False).encode()
     try:
         parsed = parse_card(raw)
