@@ -205,8 +205,14 @@ def from_character_card(
 
 
 def card_json_from_png(data: bytes) -> Any:
-    """The card JSON of a PNG character card (``ccv3`` chunk preferred over ``chara``)."""
-    chunks = read_text_chunks(data)
+    """The card JSON of a PNG character card (``ccv3`` chunk preferred over ``chara``).
+
+    Chunk keywords are compared lower-cased, as SillyTavern does (``Chara`` is a card too); the
+    first chunk of a keyword wins.
+    """
+    chunks: dict[str, str] = {}
+    for keyword, text in read_text_chunks(data).items():
+        chunks.setdefault(keyword.lower(), text)
     for key in ("ccv3", "chara"):
         if key in chunks:
             try:

@@ -201,6 +201,18 @@ def test_png_card_v2_and_v3_chunks() -> None:
         assert (report.source_format, report.books[0].name) == ("character_card_v3", "v3 book")
 
 
+def test_png_chunk_keywords_are_matched_in_any_case() -> None:
+    """SillyTavern lower-cases a tEXt keyword before looking for ``chara`` / ``ccv3``."""
+    payload = base64.b64encode(json.dumps(card()).encode()).decode("ascii")
+    report = parse_import(minimal_png({"Chara": payload}))
+    assert report.books[0].entries[0].keywords == ["白塔"]
+    v3 = card("chara_card_v3")
+    v3["data"]["character_book"]["name"] = "v3 book"
+    v3_payload = base64.b64encode(json.dumps(v3).encode()).decode("ascii")
+    report = parse_import(minimal_png({"CHARA": payload, "CCv3": v3_payload}))
+    assert (report.source_format, report.books[0].name) == ("character_card_v3", "v3 book")
+
+
 def test_bad_png_inputs() -> None:
     with pytest.raises(InputError, match="no 'chara' or 'ccv3'") as err:
         parse_import(minimal_png({"Comment": "hello"}))
