@@ -27,6 +27,8 @@ class StField:
     ext: str | None  # name in a card entry's ``extensions``
     default: Any
     kind: Kind = "mapped"
+    #: The default of a card entry when it differs (SillyTavern's ``convertCharacterBook``).
+    card_default: Any = None
 
 
 FIELDS: tuple[StField, ...] = (
@@ -35,10 +37,12 @@ FIELDS: tuple[StField, ...] = (
     StField("comment", "comment", None, ""),
     StField("content", "content", None, ""),
     StField("constant", "constant", None, False),
-    StField("selective", "selective", None, True),
+    # A card entry: ``selective: entry.selective || false`` in SillyTavern's convertCharacterBook.
+    StField("selective", "selective", None, True, card_default=False),
     StField("selectiveLogic", None, "selectiveLogic", 0),
     StField("order", "insertion_order", None, 100),
-    StField("position", None, "position", 0),
+    # A card entry: ``extensions.position``, else after the character unless ``"before_char"``.
+    StField("position", None, "position", 0, card_default=1),
     StField("disable", None, None, False),
     StField("excludeRecursion", None, "exclude_recursion", False),
     StField("preventRecursion", None, "prevent_recursion", False),
@@ -76,6 +80,15 @@ FIELDS: tuple[StField, ...] = (
     StField("characterFilter", None, "character_filter", None, "unsupported"),
 )
 BY_NAME = {f.name: f for f in FIELDS}
+
+
+def default_of(spec: StField, *, card_style: bool) -> Any:
+    """The value SillyTavern gives the field when the entry does not carry it."""
+    if card_style and spec.card_default is not None:
+        return spec.card_default
+    return spec.default
+
+
 #: Card-entry top-level fields that are not in :data:`FIELDS` by another name.
 CARD_ONLY = {"enabled", "name", "priority", "use_regex", "extensions", "position"}
 #: Fields only KoboldAI-style World Info carries (SillyTavern keeps them, uses none).

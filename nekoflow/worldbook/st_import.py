@@ -10,8 +10,10 @@ entry (minus its content) is kept in ``rules.source`` so export reproduces it.
 World Info entries that also carry card-style duplicates (chub.ai conversions: ``keys``,
 ``secondary_keys``, ``insertion_order``, ``enabled``, ``extensions.*``…) are read by their World
 Info names; a duplicate that disagrees is reported. Card-style entries read ``extensions`` first,
-as SillyTavern does. Keys written ``/pattern/flags`` are regular expressions (SillyTavern always
-reads them so; ``use_regex`` changes nothing there either).
+as SillyTavern does, and a field they leave out gets SillyTavern's card default
+(``convertCharacterBook``: not selective, after the character, disabled without ``enabled``).
+Keys written ``/pattern/flags`` are regular expressions (SillyTavern always reads them so;
+``use_regex`` changes nothing there either).
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from pydantic import ValidationError
 from nekoflow.worldbook.keys import regex_key_problem
 from nekoflow.worldbook.models import WorldBookEntry
 from nekoflow.worldbook.rules import POSITIONS, ROLES, SELECTIVE_LOGICS
-from nekoflow.worldbook.st_fields import BY_NAME, CARD_ONLY, FIELDS, KOBOLD_KEPT, is_unset
+from nekoflow.worldbook.st_fields import (
+    BY_NAME,
+    CARD_ONLY,
+    FIELDS,
+    KOBOLD_KEPT,
+    default_of,
+    is_unset,
+)
 
 ST_TRIGGER_SOURCES = ["user", "history"]
 _LOGIC_LABELS = ("AND ANY", "NOT ALL", "NOT ANY", "AND ALL")
@@ -73,11 +82,15 @@ class EntryMapper:
                 found.append((f"extensions.{spec.ext}", self.ext[spec.ext]))
         return found
 
+    def given(self, name: str) -> bool:
+        """True when the entry carries the field (under any of its names), not null."""
+        return any(v is not None for _, v in self._places(name))
+
     def get(self, name: str) -> tuple[str, Any]:
         """(where, value) of a field by its World Info name; a disagreeing duplicate is noted."""
         places = [(w, v) for w, v in self._places(name) if v is not None]
         if not places:
-            return name, BY_NAME[name].default
+            return name, default_of(BY_NAME[name], card_style=self.card_style)
         where, value = places[0]
         for other, other_value in places[1:]:
             if isinstance(other_value, str) != isinstance(value, str) and name == "position":
@@ -153,8 +166,17 @@ class EntryMapper:
         if disable is not None and enabled is not None and disable == enabled:
             where = "disable" if not self.card_style else "enabled"
             self.note(f"enabled={enabled!r} disagrees with disable={disable!r}: {where} used")
-        if self.card_style and enabled is not None:
-            return enabled
+        if self.card_style:
+            # SillyTavern's convertCharacterBook: ``disable: !entry.enabled``.
+            if enabled is not None:
+                return enabled
+            if disable is None:
+                self.note("enabled is not set: disabled, as SillyTavern reads a card entry")
+                return False
+            self.note(
+                f"enabled is not set: disable={disable!r} used (SillyTavern reads only a card "
+                "entry's enabled, and would disable the entry)"
+            )
         if disable is not None:
             return not disable
         return True if enabled is None else enabled
@@ -193,7 +215,13 @@ class EntryMapper:
         secondary = self.keys("keysecondary")
         logic = self.number("selectiveLogic", high=3) or 0
         if secondary and selective is False:
-            self.note("secondary keys with selective=false are ignored (as in SillyTavern)")
+            if self.given("selective"):
+                self.note("secondary keys with selective=false are ignored (as in SillyTavern)")
+            else:
+                self.note(
+                    "secondary keys are ignored: selective is not set, which SillyTavern reads "
+                    "as false in a card entry"
+                )
             secondary = []
         use_probability = self.flag("useProbability")
         probability = self.number("probability", high=100)

@@ -15,6 +15,7 @@ from nekoflow.worldbook.errors import WorldBookDataError
 from nekoflow.worldbook.formats import dump_world_books
 from nekoflow.worldbook.importers import parse_import
 from nekoflow.worldbook.png import chunk, minimal_png, read_text_chunks
+from nekoflow.worldbook.st_export import export_book
 from nekoflow.worldbook.store import WorldBookStore
 
 
@@ -199,6 +200,61 @@ def test_png_card_v2_and_v3_chunks() -> None:
         assert read_text_chunks(png)["ccv3"] == v3_payload
         report = parse_import(png)
         assert (report.source_format, report.books[0].name) == ("character_card_v3", "v3 book")
+
+
+def test_missing_card_fields_get_sillytavern_card_defaults() -> None:
+    """convertCharacterBook: ``selective: entry.selective || false``, position after the
+    character unless ``"before_char"``, ``disable: !entry.enabled`` — not World Info's defaults."""
+    bare = {"keys": ["dragon"], "secondary_keys": ["fire"], "content": "龙", "extensions": {}}
+    doc = {
+        "spec": "chara_card_v2",
+        "data": {
+            "name": "X",
+            "character_book": {
+                "entries": [
+                    {**bare, "id": 1, "enabled": True},
+                    {**bare, "id": 2},  # no enabled
+                    {
+                        **bare,
+                        "id": 3,
+                        "enabled": True,
+                        "selective": True,
+                        "position": "before_char",
+                    },
+                    {**bare, "id": 4, "disable": False},  # a World Info name only
+                ]
+            },
+        },
+    }
+    report = parse_import(json.dumps(doc).encode())
+    [book] = report.books
+    one, two, three, four = book.entries
+    assert (one.enabled, one.rules.secondary_keywords, one.rules.position) == (
+        True,
+        [],
+        "after_char",
+    )
+    assert two.enabled is False and four.enabled is True
+    assert (three.rules.secondary_keywords, three.rules.position) == (["fire"], "before_char")
+    text = "\n".join(report.warnings)
+    assert "secondary keys are ignored: selective is not set" in text and "entry '1'" in text
+    assert "enabled is not set: disabled, as SillyTavern reads a card entry — entry '2'" in text
+    assert "enabled is not set: disable=False used" in text and "entry '4'" in text
+    ctx = WorldBookRecallContext(latest_user_message="a dragon", turn_id="t")
+    assert [r.entry.id for r in match_entries_v2(ctx, [book])] == [one.id, four.id]
+    assert export_book(book) == doc["data"]["character_book"]  # defaults are not written back
+
+
+def test_missing_world_info_fields_keep_world_info_defaults() -> None:
+    doc = {
+        "entries": {"0": {"uid": 0, "key": ["dragon"], "keysecondary": ["fire"], "content": "x"}}
+    }
+    [entry] = parse_import(json.dumps(doc).encode()).books[0].entries
+    assert (entry.enabled, entry.rules.secondary_keywords, entry.rules.position) == (
+        True,
+        ["fire"],
+        "before_char",
+    )
 
 
 def test_png_chunk_keywords_are_matched_in_any_case() -> None:
