@@ -60,6 +60,30 @@ def split_regex_key(key: str) -> tuple[str, str] | None:
     return pattern.replace("\\/", "/"), flags
 
 
+def split_keys(text: str) -> list[str]:
+    """The keys of a comma-separated key string; a ``/pattern/flags`` key stays whole.
+
+    SillyTavern's ``splitKeywordsAndRegexes``: commas inside a regex key are part of it
+    (``"/dragons?{1,2}/i, wyrm"`` is two keys). A part starting with ``/`` runs to the first comma
+    after which it reads as ``/pattern/flags``; one that never does (``/help, /start``) is split at
+    its commas. Empty keys are left out.
+    """
+    keys: list[str] = []
+    rest = text
+    while rest.strip():
+        cut = -1
+        if rest.lstrip().startswith("/"):
+            ends = [m.start() for m in re.finditer(",", rest)] + [len(rest)]
+            cut = next((n for n in ends if split_regex_key(rest[:n].strip()) is not None), -1)
+        if cut < 0:
+            cut = rest.find(",")
+            cut = len(rest) if cut < 0 else cut
+        if rest[:cut].strip():
+            keys.append(rest[:cut].strip())
+        rest = rest[cut + 1 :]
+    return keys
+
+
 def compile_regex_key(key: str) -> regex.Pattern[str] | None:
     """The compiled regex of a ``/pattern/flags`` key (None: literal key, or does not compile)."""
     parts = split_regex_key(key)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nekoflow.worldbook.keys import regex_key_problem
+from nekoflow.worldbook.keys import regex_key_problem, split_keys
 from nekoflow.worldbook.models import WorldBookEntry
 from nekoflow.worldbook.rules import POSITIONS, ROLES, SELECTIVE_LOGICS
 from nekoflow.worldbook.st_fields import (
@@ -102,7 +102,7 @@ class EntryMapper:
     # ------------------------------------------------------------------ typed values
 
     def keys(self, name: str) -> list[str]:
-        """A key list (a comma-separated string is accepted); empty keys are left out."""
+        """A key list (a comma-separated string is split, and reported); empty keys left out."""
         if name not in self._keys:
             self._keys[name] = self._read_keys(name)
         return list(self._keys[name])
@@ -110,7 +110,13 @@ class EntryMapper:
     def _read_keys(self, name: str) -> list[str]:
         where, value = self.get(name)
         if isinstance(value, str):
-            return [k.strip() for k in value.split(",") if k.strip()]
+            keys = split_keys(value)
+            if "," in value:
+                self.note(
+                    f"{where} is a string, not a list: read as the keys {keys!r} (split at its "
+                    "commas; a /regex/ key is kept whole)"
+                )
+            return keys
         if isinstance(value, list) and all(isinstance(k, str) for k in value):
             return [k for k in value if k.strip()]
         self.bad(f"{where} must be a list of strings, got {value!r}")

@@ -121,6 +121,43 @@ def test_bad_world_info_is_rejected_whole_naming_each_entry(engine: Engine) -> N
     assert WorldBookStore(engine).list_all() == []
 
 
+def test_key_strings_are_split_outside_regex_keys_and_reported() -> None:
+    """A comma-separated key string is split as SillyTavern's key box splits it: a regex key
+    written ``/pattern/flags`` keeps its commas. The report says what was done."""
+    doc = {
+        "entries": {
+            "0": st_entry(0, key="/dragons{1,2}/i, wyrm"),
+            "1": st_entry(1, key="/a(b,c)/", keysecondary="秘密,宝藏"),
+            "2": st_entry(2, key="/help, /start"),
+            "3": st_entry(3, key="龙"),
+        }
+    }
+    report = parse_import(json.dumps(doc).encode())
+    zero, one, two, three = report.books[0].entries
+    assert zero.keywords == ["/dragons{1,2}/i", "wyrm"]
+    assert (one.keywords, one.rules.secondary_keywords) == (["/a(b,c)/"], ["秘密", "宝藏"])
+    assert two.keywords == ["/help", "/start"]  # never a /pattern/flags: split at its commas
+    assert three.keywords == ["龙"]
+    text = "\n".join(report.warnings)
+    assert (
+        "key is a string, not a list: read as the keys ['/dragons{1,2}/i', 'wyrm']" in text
+        and "entry '0'" in text
+    )
+    assert "keysecondary is a string, not a list: read as the keys ['秘密', '宝藏']" in text
+    assert "entry '3'" not in text  # one key, nothing split
+    ctx = WorldBookRecallContext(latest_user_message="two DRAGONS", turn_id="t")
+    assert [r.entry.id for r in match_entries_v2(ctx, report.books)] == [zero.id]
+    # The auditor's key: the regex stays one key; that it does not compile is reported.
+    [bad] = (
+        parse_import(
+            json.dumps({"entries": {"0": st_entry(0, key="/dragons?{1,2}/i, wyrm")}}).encode()
+        )
+        .books[0]
+        .entries
+    )
+    assert bad.keywords == ["/dragons?{1,2}/i", "wyrm"]
+
+
 def card(spec: str = "chara_card_v2") -> dict[str, Any]:
     return {
         "spec": spec,
