@@ -22,7 +22,8 @@ The SillyTavern meaning of each field (docs: World Info) is kept; where nekoflow
   committed turns, like nekoflow's cooldowns (SillyTavern counts chat messages);
 * ``position`` / ``depth`` / ``role``: where the content goes (see ``placement.place_lore``);
 * ``ignore_budget``: taken even when the budgets are spent (still counts toward them);
-* ``source``: the SillyTavern fields nekoflow does not interpret, kept verbatim for export.
+* ``source``: the SillyTavern fields nekoflow does not interpret, kept verbatim for export (and,
+  under ``nekoflow_decorators``, the CCv3 decorator lines the import cut from the content).
 """
 
 from __future__ import annotations

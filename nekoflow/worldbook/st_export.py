@@ -1,9 +1,11 @@
 """Export a world book back to SillyTavern JSON: World Info, or a card's ``character_book``.
 
 Lossless for imported books: each entry starts from the raw entry its import kept
-(``rules.source``) plus its content, and only the fields whose meaning changed in nekoflow since
-(an edit through the API, CLI or store) are rewritten, in the entry's own style (World Info names,
-or a card entry's top-level / ``extensions`` names). A file's top-level fields come back from
+(``rules.source``) plus its content (after the CCv3 decorator lines the import cut from its head;
+a decorator whose meaning was edited is dropped and its fields written as values), and only the
+fields whose meaning changed in nekoflow since (an edit through the API, CLI or store) are
+rewritten, in the entry's own style (World Info names, or a card entry's top-level /
+``extensions`` names). A file's top-level fields come back from
 ``book.rules.source``. Entries and books created in nekoflow are written with every World Info
 field. ``export(import(file)) == file`` for every lorebook in the corpus (tested).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nekoflow.worldbook.decorators import DECORATORS_KEY
 from nekoflow.worldbook.models import WorldBook, WorldBookEntry
 from nekoflow.worldbook.rules import POSITIONS, ROLES, SELECTIVE_LOGICS
 from nekoflow.worldbook.st_fields import BY_NAME, FIELDS
@@ -53,11 +56,15 @@ def st_values(entry: WorldBookEntry) -> dict[str, Any]:
     }
 
 
-def _as_imported(entry: WorldBookEntry, source: dict[str, Any], card_style: bool) -> WorldBookEntry:
-    raw = {**source, "content": entry.content}
+def _as_imported(
+    entry: WorldBookEntry, source: dict[str, Any], card_style: bool
+) -> tuple[WorldBookEntry, EntryMapper]:
+    """``entry`` as its kept raw entry imports now (its decorators put back), and the mapper."""
+    raw = {k: v for k, v in source.items() if k != DECORATORS_KEY}
+    raw["content"] = str(source.get(DECORATORS_KEY) or "") + entry.content
     mapper = EntryMapper("export", raw, [], card_style=card_style)
     again = mapper.entry(entry.id)
-    return again if again is not None else entry
+    return (again if again is not None else entry), mapper
 
 
 def _set(out: dict[str, Any], name: str, value: Any, card_style: bool) -> None:
@@ -119,11 +126,19 @@ def export_entry(entry: WorldBookEntry, *, card_style: bool, uid: int) -> dict[s
             return fresh
         return out
     now = st_values(entry)
-    before = st_values(_as_imported(entry, source, card_style))
-    out = dict(source)
-    out["content"] = entry.content
+    again, mapper = _as_imported(entry, source, card_style)
+    before = st_values(again)
+    changed = {
+        spec.name
+        for spec in FIELDS
+        if spec.kind == "mapped" and spec.name in now and now[spec.name] != before[spec.name]
+    }
+    # A CCv3 decorator whose meaning was edited goes; what it set is written as values.
+    prefix, rewrite = mapper.decorators.without(changed)
+    out = {k: v for k, v in source.items() if k != DECORATORS_KEY}
+    out["content"] = prefix + entry.content
     for spec in FIELDS:
-        if spec.kind == "mapped" and spec.name in now and now[spec.name] != before[spec.name]:
+        if spec.name in changed or spec.name in rewrite:
             _set(out, spec.name, now[spec.name], card_style)
             if spec.name == "probability":  # an edited probability is meant to apply
                 _set(out, "useProbability", True, card_style)

@@ -13,17 +13,21 @@ Info names; a duplicate that disagrees is reported. Card-style entries read ``ex
 as SillyTavern does, and a field they leave out gets SillyTavern's card default
 (``convertCharacterBook``: not selective, after the character, disabled without ``enabled``).
 Keys written ``/pattern/flags`` are regular expressions (SillyTavern always reads them so;
-``use_regex`` changes nothing there either).
+``use_regex`` changes nothing there either: reported when a key would read differently). CCv3
+decorators at the head of the content are cut, applied or reported
+(:mod:`nekoflow.worldbook.decorators`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from nekoflow.worldbook.keys import regex_key_problem, split_keys
+from nekoflow.worldbook.decorators import DECORATORS_KEY, Decorators, parse_decorators
+from nekoflow.worldbook.keys import regex_key_problem, split_keys, split_regex_key
 from nekoflow.worldbook.models import WorldBookEntry
 from nekoflow.worldbook.rules import POSITIONS, ROLES, SELECTIVE_LOGICS
 from nekoflow.worldbook.st_fields import (
@@ -39,6 +43,8 @@ ST_TRIGGER_SOURCES = ["user", "history"]
 _LOGIC_LABELS = ("AND ANY", "NOT ALL", "NOT ANY", "AND ALL")
 _KNOWN_TOP = {f.name for f in FIELDS} | {f.card for f in FIELDS if f.card} | CARD_ONLY | KOBOLD_KEPT
 _KNOWN_EXT = {f.ext for f in FIELDS if f.ext}
+#: A key containing one of these would match differently read as a regular expression.
+_REGEX_SYNTAX = re.compile(r"[.^$*+?()\[\]{}|\\]")
 
 
 class EntryMapper:
@@ -58,6 +64,7 @@ class EntryMapper:
             ext = None
         self.ext: Mapping[str, Any] = ext or {}
         self._keys: dict[str, list[str]] = {}
+        self.decorators = Decorators()
 
     def bad(self, msg: str) -> None:
         """A problem that rejects the file."""
@@ -245,17 +252,22 @@ class EntryMapper:
             problem = regex_key_problem(key)
             if problem:
                 self.note(f"regex key {key!r} {problem}")
+        self._report_use_regex([*self.keys("key"), *self.keys("keysecondary")])
         source = {k: v for k, v in self.raw.items() if k != "content"}
+        if self.decorators.prefix:
+            source[DECORATORS_KEY] = self.decorators.prefix
         weight = self.number("groupWeight")
         depth = self.number("depth")
         if use_probability is False or probability is None:
             probability = 100  # useProbability off: SillyTavern ignores the probability
+        scan_depth = self.number("scanDepth")
+        deco = self.decorators.fields
         return {
             "secondary_keywords": secondary,
             "selective_logic": SELECTIVE_LOGICS[logic],
             "regex_keys": True,
             "match_whole_words": self.flag("matchWholeWords"),
-            "scan_depth": self.number("scanDepth"),
+            "scan_depth": deco.get("scan_depth", scan_depth),
             "probability": probability,
             "group": self.text("group"),
             "group_override": bool(self.flag("groupOverride")),
@@ -266,12 +278,28 @@ class EntryMapper:
             "delay_until_recursion": delay_until,
             "sticky": self.number("sticky") or 0,
             "delay": self.number("delay") or 0,
-            "position": position,
-            "depth": 4 if depth is None else depth,
-            "role": ROLES[role] if role is not None else "system",
+            "position": deco.get("position", position),
+            "depth": deco.get("depth", 4 if depth is None else depth),
+            "role": deco.get("role", ROLES[role] if role is not None else "system"),
             "ignore_budget": bool(self.flag("ignoreBudget")),
             "source": source,
         }
+
+    def _report_use_regex(self, keys: list[str]) -> None:
+        """Report ``use_regex`` when it would change how a key matches.
+
+        SillyTavern writes ``use_regex: true`` on every card entry it exports ("ST keys are
+        always regex") and reads only keys written ``/pattern/flags`` as regular expressions;
+        nekoflow does the same, so a key like ``dragons?`` stays literal text.
+        """
+        if self.raw.get("use_regex") is not True:
+            return
+        literal = [k for k in keys if split_regex_key(k) is None and _REGEX_SYNTAX.search(k)]
+        if literal:
+            self.note(
+                f"use_regex=true is kept for export but not applied: as in SillyTavern, only keys "
+                f"written /pattern/flags are regular expressions; {literal!r} match as literal text"
+            )
 
     def report_unused(self) -> None:
         """Note unsupported fields that are set, and fields nekoflow does not know."""
@@ -297,16 +325,25 @@ class EntryMapper:
         elif not name and isinstance(self.raw.get("title"), str):
             name = self.raw["title"]  # KoboldAI-style World Info
         case = self.flag("caseSensitive")
+        self.decorators, content = parse_decorators(self.text("content"))
+        for line, what in self.decorators.applied:
+            self.note(f"CCv3 decorator {line!r} applied: {what} (cut from the content)")
+        for line, why in self.decorators.ignored:
+            self.note(
+                f"CCv3 decorator {line!r} is not applied ({why}): cut from the content, "
+                "kept for export"
+            )
+        deco = self.decorators.fields
         fields = {
             "id": entry_id,
             "name": name,
             "keywords": self.keys("key"),
-            "content": self.text("content"),
-            "enabled": self._enabled(),
+            "content": content,
+            "enabled": self._enabled() and not deco.get("disabled"),
             "priority": self._priority(),
             "case_sensitive": bool(case),
             "trigger_sources": list(ST_TRIGGER_SOURCES),
-            "always_on": bool(self.flag("constant")),
+            "always_on": bool(self.flag("constant")) or bool(deco.get("always_on")),
             "cooldown_turns": self.number("cooldown") or 0,
             "rules": self.rules(),
         }

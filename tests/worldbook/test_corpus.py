@@ -205,3 +205,63 @@ def test_edit_of_a_converted_entry_keeps_its_duplicates_in_step() -> None:
     [again] = parse_import(json.dumps(export_book(book)).encode(), config=TURN).books
     assert again.entries[0].keywords == ["Nazoza", "ghost town"]
     assert not again.entries[0].enabled and again.entries[0].priority == 5
+
+
+def _lide_v3_with_decorators() -> dict[str, Any]:
+    """lide_ai_v3.json with CCv3 decorators written into some entries (the corpus has none)."""
+    doc = json.loads((CORPUS / "lide_ai_v3.json").read_bytes())
+    by = {e["comment"]: e for e in doc["data"]["character_book"]["entries"]}
+    by["玄天宗"]["content"] = "@@depth 0\n@@role user\n" + by["玄天宗"]["content"]
+    by["合欢宗"]["content"] = "@@dont_activate\n\n" + by["合欢宗"]["content"]
+    by["皇城"]["content"] = "@@activate_only_after 3\n@@@scan_depth 2\n" + by["皇城"]["content"]
+    by["边境城市"]["content"] = (
+        "@@is_greeting 1\n@@position after_desc\n" + by["边境城市"]["content"]
+    )
+    by["古秘境"]["content"] = "@@activate\n" + by["古秘境"]["content"]
+    by["魔教控制区"]["keys"] = ["魔教?", "魔教控制区"]  # the card's use_regex is true
+    return doc
+
+
+def test_v3_decorators_are_applied_cut_and_reported() -> None:
+    doc = _lide_v3_with_decorators()
+    raw = doc["data"]["character_book"]
+    report = parse_import(json.dumps(doc, ensure_ascii=False).encode(), config=TURN)
+    [book] = report.books
+    e = {x.name: x for x in book.entries}
+    assert not any(x.content.startswith(("@@", "\n")) for x in book.entries)
+    xuan = e["玄天宗"]
+    assert xuan.content == raw["entries"][2]["content"].split("\n", 2)[2]
+    assert (xuan.rules.position, xuan.rules.depth, xuan.rules.role) == ("at_depth", 0, "user")
+    assert e["合欢宗"].enabled is False  # @@dont_activate: never fires
+    assert e["皇城"].rules.scan_depth == 2  # the fallback of an unsupported decorator
+    assert e["边境城市"].rules.position == "after_char"
+    assert e["古秘境"].always_on is True
+    text = "\n".join(report.warnings)
+    for line in ("@@depth 0", "@@role user", "@@dont_activate", "@@@scan_depth 2", "@@activate"):
+        assert f"CCv3 decorator {line!r} applied" in text
+    for line in ("@@activate_only_after 3", "@@is_greeting 1"):
+        assert f"CCv3 decorator {line!r} is not applied (not supported)" in text
+    assert "use_regex=true is kept for export but not applied" in text and "['魔教?']" in text
+    assert text.count("use_regex=true") == 1  # the corpus's plain keys read the same either way
+    outcome = _fire(book, "玄天宗和合欢宗")
+    fired = {r.entry.name for r in outcome.results}
+    assert "玄天宗" in fired and "合欢宗" not in fired
+    placement, _ = place_lore(outcome.results)
+    [user_insert] = [i for i in placement.at_depth if i.role == "user"]
+    assert (user_insert.depth, user_insert.content) == (0, xuan.content.strip())
+    assert "@@" not in "\n".join([*placement.before_char, *placement.after_char])
+    # Export puts the decorators back: the same JSON data.
+    assert export_book(book) == raw
+
+
+def test_an_edit_replaces_the_decorator_it_overrides() -> None:
+    doc = _lide_v3_with_decorators()
+    [book] = parse_import(json.dumps(doc, ensure_ascii=False).encode(), config=TURN).books
+    xuan = next(x for x in book.entries if x.name == "玄天宗")
+    xuan.rules.depth = 2
+    out = next(x for x in export_book(book)["entries"] if x["comment"] == "玄天宗")
+    assert out["content"].startswith("@@role user\n区域: 玄天宗")  # @@depth 0 went
+    assert (out["extensions"]["position"], out["extensions"]["depth"]) == (4, 2)
+    again = parse_import(json.dumps(export_book(book), ensure_ascii=False).encode()).books[0]
+    xuan = next(x for x in again.entries if x.name == "玄天宗")
+    assert (xuan.rules.position, xuan.rules.depth, xuan.rules.role) == ("at_depth", 2, "user")

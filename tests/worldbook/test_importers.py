@@ -468,3 +468,13 @@ def test_bad_sillytavern_values_are_rejected_naming_the_field(
     with pytest.raises(WorldBookDataError) as err:
         parse_import(json.dumps(doc).encode())
     assert any(message in p and "entry '0'" in p for p in err.value.problems), err.value.problems
+
+
+def test_world_info_entries_have_their_decorators_cut_too() -> None:
+    """SillyTavern cuts the leading ``@@`` lines of every entry, World Info ones included."""
+    doc = {"entries": {"0": st_entry(0, key=["龙"], content="@@dont_activate\n龙", comment="c")}}
+    report = parse_import(json.dumps(doc, ensure_ascii=False).encode())
+    [entry] = report.books[0].entries
+    assert (entry.content, entry.enabled) == ("龙", False)
+    assert "CCv3 decorator '@@dont_activate' applied: disabled (never fires)" in report.warnings[0]
+    assert export_book(report.books[0]) == doc
