@@ -104,8 +104,10 @@ def import_(
         console.print(f"world book {escape(result.book.id)} with {n} entries")
     if result.removed_book:
         console.print(f"removed world book {escape(result.removed_book)} of the previous card")
+    if result.warnings:  # the book import's report: fields reported, budgets, decorators…
+        console.print(f"[yellow]world book notes ({len(result.warnings)}):[/yellow]")
     for warning in result.warnings:
-        console.print(f"[yellow]not mapped:[/yellow] {escape(warning)}")
+        console.print(f"  - {escape(warning)}")
 
 
 @character_app.command("show")

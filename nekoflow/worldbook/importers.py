@@ -7,8 +7,9 @@ for export or reported by entry). File-level settings map onto ``book.rules``: `
 ``token_budget``, ``recursive_scanning`` (SillyTavern's default, on, when the file does not say),
 and everything else at the top level (name, description, ``extensions``, ``folders``…) is kept
 for export. Entries longer than the budget a turn gives them (:func:`budget_warnings`) are
-reported with the budget they need. A malformed file is rejected whole:
-:class:`WorldBookDataError` names each bad entry.
+reported with the budget they need, and so are the always-on entries that cannot fit with the
+always-on entries ranked above them (:func:`always_on_warnings`). A malformed file is rejected
+whole: :class:`WorldBookDataError` names each bad entry.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from nekoflow.tokens import estimate_tokens
 from nekoflow.worldbook.budgets import lore_recall_config
 from nekoflow.worldbook.errors import WorldBookDataError
 from nekoflow.worldbook.formats import FORMAT_KEY, loads_strict, parse_world_books
+from nekoflow.worldbook.hits import Hit
 from nekoflow.worldbook.ids import new_id, now_iso
-from nekoflow.worldbook.models import WorldBook, WorldBookRecallConfig
+from nekoflow.worldbook.models import ALWAYS_SOURCE, WorldBook, WorldBookRecallConfig
 from nekoflow.worldbook.png import is_png, read_text_chunks
 from nekoflow.worldbook.rules import BookRules
+from nekoflow.worldbook.selection import apply_budgets
 from nekoflow.worldbook.st_import import map_entries
 
 SourceFormat = Literal[
@@ -115,6 +118,63 @@ def budget_warnings(book: WorldBook, config: WorldBookRecallConfig | None = None
     return out
 
 
+def always_on_warnings(book: WorldBook, config: WorldBookRecallConfig | None = None) -> list[str]:
+    """The always-on entries that cannot fit with the always-on entries ranked above them.
+
+    Every enabled always-on entry fires on every turn, and the budgets walk them in rank order
+    (:func:`~nekoflow.worldbook.selection.apply_budgets`), so one that does not fit what those
+    above it leave is skipped on every turn, whatever the message (probability and inclusion
+    groups aside). Returns a summary line, then one line per such entry naming the budget and what
+    it needs; nothing when they all fit.
+    """
+    cfg = config or lore_recall_config()
+    hits = [
+        Hit(book, 0, entry, n, [ALWAYS_SOURCE], {})
+        for n, entry in enumerate(book.entries)
+        if entry.enabled and entry.always_on and entry.content
+    ]
+    hits.sort(key=Hit.rank)
+    taken, lost = apply_budgets(hits, cfg)
+    ranks = {id(h.entry): h.rank() for h in hits}
+    above_of = {
+        id(d.entry): [h.entry.name or h.entry.id for h, _ in taken if h.rank() < ranks[id(d.entry)]]
+        for d in lost
+    }
+    lost = [d for d in lost if above_of[id(d.entry)]]  # alone, it is budget_warnings' case
+    if not lost:
+        return []
+    token_limits = [t for t in (cfg.max_total_tokens, book.rules.token_budget) if t]
+    token_room = f"{min(token_limits)} lore tokens" if token_limits else "no token limit"
+    chars = sum(len(h.entry.content) for h in hits)
+    tokens = sum(estimate_tokens(h.entry.content) for h in hits)
+    out = [
+        f"the {len(hits)} always-on entries need {chars} chars / {tokens} tokens together; a turn "
+        f"gives them {min(cfg.max_always_chars, cfg.max_total_chars)} chars (always budget) and "
+        f"{token_room}: {len(lost)} cannot fit with the others and never reach the prompt"
+    ]
+    budgets = {
+        "always": f"the always budget ({cfg.max_always_chars} chars)",
+        "total": f"the total lore budget ({cfg.max_total_chars} chars)",
+        "tokens": f"the token budget ({token_room})",
+    }
+    for drop in lost:
+        entry = drop.entry
+        if drop.reason == "max_entries":
+            why = f"they fill max_entries ({cfg.max_entries})"
+        else:
+            x = drop.extra
+            why = (
+                f"it needs {x['needed']} {x['unit']}, they leave {x['available']} of "
+                f"{budgets.get(x['budget'], x['budget'])}"
+            )
+        out.append(
+            f"always-on entry {entry.id!r} ({entry.name or 'unnamed'}) cannot fit with the "
+            f"always-on entries ranked above it ({', '.join(above_of[id(entry)])}): {why}; at turn "
+            "time it is skipped"
+        )
+    return out
+
+
 def from_sillytavern_world_info(
     doc: Mapping[str, Any],
     *,
@@ -141,7 +201,7 @@ def from_sillytavern_world_info(
         updated_at=stamp,
         rules=rules,
     )
-    warnings += budget_warnings(book, config)
+    warnings += budget_warnings(book, config) + always_on_warnings(book, config)
     return ImportReport(source_format="sillytavern_world_info", books=[book], warnings=warnings)
 
 
@@ -199,7 +259,7 @@ def from_character_card(
         updated_at=stamp,
         rules=rules,
     )
-    warnings += budget_warnings(book, config)
+    warnings += budget_warnings(book, config) + always_on_warnings(book, config)
     fmt: SourceFormat = "character_card_v3" if spec == "chara_card_v3" else "character_card_v2"
     return ImportReport(source_format=fmt, books=[book], warnings=warnings)
 

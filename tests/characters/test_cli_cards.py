@@ -66,6 +66,10 @@ def test_import_prints_kept_mapped_and_not_used(tmp_path: Path) -> None:
     assert "data.name" in mapped and "data.character_book" in mapped
     assert "data.extensions.regex_scripts — SillyTavern regex scripts are not run" in unused
     assert "world book" in text and "2 entries" in text
+    # The book import's report is printed as notes, not as fields "not mapped".
+    notes = text[text.index("world book notes (") :]
+    assert "enabled is not set: disabled, as SillyTavern reads a card entry" in notes
+    assert "not mapped" not in text
     again = run_cli(tmp_path, "character", "import", "card.json")
     assert again.returncode == 2 and "--update" in again.stdout
     updated = run_cli(tmp_path, "character", "import", "card.json", "--update")

@@ -137,6 +137,42 @@ def test_chinese_v3_constant_entries_reach_the_prompt() -> None:
     assert placement.before_char or placement.after_char or placement.at_depth
 
 
+def test_lide_always_on_entries_that_never_fit_are_named_at_import() -> None:
+    """lide_ai_v3 has 7 always-on entries (7,675 chars); the three of highest order use up the
+    always budget, so the other four never reach the prompt: the import says which, with the
+    budget and what each needs — the very entries a turn drops."""
+    report = _import("lide_ai_v3.json")
+    [book] = report.books
+    text = "\n".join(report.warnings)
+    assert (
+        "the 7 always-on entries need 7675 chars / 5542 tokens together; a turn gives them "
+        f"{TURN.max_always_chars} chars (always budget) and {TURN.max_total_tokens} lore tokens: "
+        "4 cannot fit with the others" in text
+    )
+    outcome = _fire(book, "你好")
+    never = {d.entry_id for d in outcome.dropped if d.reason == "over_budget"}
+    named = {e.id for e in book.entries if f"always-on entry {e.id!r}" in text}
+    assert named == never
+    assert {e.name for e in book.entries if e.id in named} == {
+        "世界设定",
+        "扮演准则",
+        "李德_二次解释",
+        "阶段指导",
+    }
+    world = next(e for e in book.entries if e.name == "世界设定")
+    assert (
+        f"always-on entry {world.id!r} (世界设定) cannot fit with the always-on entries ranked "
+        "above it (变量列表, [mvu_update]变量输出格式, [mvu_update]变量更新规则): "
+        f"it needs 862 chars, they leave 240 of the always budget ({TURN.max_always_chars} chars)"
+        in text
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in BOOKS if n != "lide_ai_v3.json"])
+def test_always_on_entries_that_fit_are_not_reported(name: str) -> None:
+    assert not any("always-on" in w for w in _import(name).warnings)
+
+
 def test_harry_potter_single_long_entry_fires_cut_to_its_book_budget() -> None:
     [book] = _import("ossi_hogwarts_sillytavern.json").books
     (result,) = _fire(book, "anything").results  # constant entry

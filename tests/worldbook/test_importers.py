@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from nekoflow.errors import InputError
-from nekoflow.worldbook import WorldBookRecallContext, match_entries_v2
+from nekoflow.worldbook import WorldBookRecallConfig, WorldBookRecallContext, match_entries_v2
 from nekoflow.worldbook.errors import WorldBookDataError
 from nekoflow.worldbook.formats import dump_world_books
 from nekoflow.worldbook.importers import parse_import
@@ -478,3 +478,38 @@ def test_world_info_entries_have_their_decorators_cut_too() -> None:
     assert (entry.content, entry.enabled) == ("龙", False)
     assert "CCv3 decorator '@@dont_activate' applied: disabled (never fires)" in report.warnings[0]
     assert export_book(report.books[0]) == doc
+
+
+def test_always_on_entries_that_cannot_fit_together_are_named() -> None:
+    """Budgets walk always-on entries by rank (highest order first): the ones that find no room
+    left are named with the budget and what they need; one too long alone is budget_warnings'."""
+    doc = {
+        "entries": {
+            "0": st_entry(0, constant=True, order=30, content="a" * 60, comment="top"),
+            "1": st_entry(1, constant=True, order=20, content="b" * 50, comment="middle"),
+            "2": st_entry(2, constant=True, order=10, content="c" * 30, comment="low"),
+            "3": st_entry(3, constant=True, order=5, content="d" * 10, disable=True),
+        }
+    }
+    cfg = WorldBookRecallConfig(max_always_chars=100)
+    text = "\n".join(parse_import(json.dumps(doc).encode(), book_id="b", config=cfg).warnings)
+    assert (
+        "the 3 always-on entries need 140 chars / 36 tokens together; a turn gives them 100 chars "
+        "(always budget) and no token limit: 1 cannot fit with the others" in text
+    )
+    assert (
+        "always-on entry 'b-1' (middle) cannot fit with the always-on entries ranked above it "
+        "(top): it needs 50 chars, they leave 40 of the always budget (100 chars)" in text
+    )
+    assert "'b-2'" not in text and "'b-3'" not in text  # low fits in what is left; 3 is disabled
+    by_count = WorldBookRecallConfig(max_entries=1)
+    text = "\n".join(parse_import(json.dumps(doc).encode(), book_id="b", config=by_count).warnings)
+    assert (
+        "always-on entry 'b-2' (low) cannot fit with the always-on entries ranked above it (top): "
+        "they fill max_entries (1)" in text
+    )
+    alone = WorldBookRecallConfig(max_always_chars=40, oversize="skip")
+    text = "\n".join(parse_import(json.dumps(doc).encode(), book_id="b", config=alone).warnings)
+    assert "entry 'b-0' (top) needs 60 chars" in text  # too long on its own
+    assert "always-on entry 'b-0'" not in text and "always-on entry 'b-1'" not in text
+    assert "always-on entry 'b-2'" not in text  # 30 fits: nothing else was taken
