@@ -197,10 +197,12 @@ class EntryMapper:
     def _priority(self) -> int:
         order = self.number("order", low=None)
         prio = self.integer("priority", self.raw.get("priority"), low=None)
-        if self.card_style:
-            if prio is not None and order is not None and prio != order:
-                self.note(f"insertion_order={order} differs from priority={prio}: priority used")
-            return prio if prio is not None else (order if order is not None else 100)
+        if self.card_style:  # SillyTavern orders a card's entries by insertion_order alone
+            if order is not None:
+                if prio is not None and prio != order:
+                    self.note(f"priority={prio} differs from insertion_order={order}: order used")
+                return order
+            return prio if prio is not None else 100
         if prio is not None and order is not None and prio != order:
             self.note(f"priority={prio} disagrees with order={order}: order used")
         return order if order is not None else 100

@@ -215,13 +215,13 @@ def test_character_card_json(spec: str) -> None:
         "白塔",
         ["白塔"],
         ["誓约"],
-        40,
+        10,  # SillyTavern orders card entries by insertion_order, not by priority
     )
     assert (tower.rules.sticky, tower.rules.position) == (2, "before_char")
     assert (rule.name, rule.always_on, rule.enabled, rule.priority) == ("规则", True, False, 5)
     assert (book.rules.scan_depth, book.rules.token_budget) == (5, 500)
     text = "\n".join(report.warnings)
-    assert "insertion_order=10 differs from priority=40: priority used" in text
+    assert "priority=40 differs from insertion_order=10: order used" in text
     assert "sticky" not in text and "use_regex" not in text and "scan_depth" not in text
 
 
