@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from nekoflow.channels import QQBotChannelAdapter
@@ -187,3 +190,55 @@ def test_malformed_events_name_the_field(raw, field) -> None:
     with pytest.raises(MalformedEventError) as err:
         QQBotChannelAdapter().parse_event(raw)
     assert err.value.field == field
+
+
+def _face(ext: str | None, face_id: str = "13") -> str:
+    """A QQ bot emoji tag as the platform writes it into ``content``."""
+    tail = "" if ext is None else f',ext="{ext}"'
+    return f'<faceType=1,faceId="{face_id}"{tail}>'
+
+
+def _ext(value: object) -> str:
+    """``ext``: base64 of the JSON ``value``."""
+    return base64.b64encode(json.dumps(value, ensure_ascii=False).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (_face(_ext({"text": "[呲牙]"})), "[呲牙]"),  # decodable ext: the face's text
+        (_face(_ext({"text": "流泪"})), "[流泪]"),  # a bare name is bracketed
+        (_face("eyJ0ZXh0Ijoi5rWB5rOqIn0"), "[流泪]"),  # padding left off
+        (_face(None), "[表情]"),  # no ext: OneBot's face placeholder
+        ("<faceType=13>", "[表情]"),
+        (_face(""), "[表情]"),
+        (_face("!!not base64!!"), "[表情]"),  # malformed: placeholder, never raw
+        (_face(base64.b64encode(b"\xff\xfe").decode()), "[表情]"),  # not UTF-8
+        (_face(base64.b64encode(b"{text").decode()), "[表情]"),  # not JSON
+        (_face(_ext(["[呲牙]"])), "[表情]"),  # not an object
+        (_face(_ext({"text": ""})), "[表情]"),
+        (_face(_ext({"text": 5})), "[表情]"),
+        (_face(_ext({"name": "[呲牙]"})), "[表情]"),
+        (
+            f"早上好{_face(_ext({'text': '[呲牙]'}))}今天{_face(None, '5')}吃什么<faceType=x>",
+            "早上好[呲牙]今天[表情]吃什么[表情]",
+        ),
+    ],
+)
+def test_face_tags_read_as_their_text(event, content, expected) -> None:
+    for name in ("qqbot_c2c", "qqbot_guild_message"):
+        raw = event(name)
+        raw["d"].pop("mentions", None)  # no mention of the bot: the face alone must count
+        raw["d"]["content"] = content
+        request = QQBotChannelAdapter().parse_event(raw)
+        assert request is not None  # a face alone is still a chat message
+        assert request.content == expected
+        assert "faceType" not in request.content
+
+
+def test_face_tag_beside_mentions(event) -> None:
+    raw = event("qqbot_guild_message")
+    raw["d"]["mentions"] = [{"id": "5566", "username": "猫娘Bot", "bot": True}]
+    raw["d"]["content"] = f"<@!5566> {_face(_ext({'text': '[呲牙]'}))} hi"
+    request = QQBotChannelAdapter().parse_event(raw)
+    assert request.content.strip() == "[呲牙] hi" and request.is_mentioned

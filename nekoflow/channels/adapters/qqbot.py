@@ -15,6 +15,11 @@ platform sends AT events for "@bot or a reply to the bot"). A message with no te
 and no mention of the bot (e.g. a shared card/ark, whose ``content`` is empty) is not a chat
 message: None, as in the OneBot adapter.
 
+QQ emoji tags in ``content`` (``<faceType=1,faceId="13",ext="…">``, ``ext`` being base64 JSON
+such as ``{"text":"[呲牙]"}``) read as that ``text`` (a bare ``流泪`` as ``[流泪]``); a tag
+without a readable ``ext`` reads ``[表情]``, as a OneBot ``face`` segment does. A message that is
+only a face tag is a chat message.
+
 ``conversation_id`` is ``qqbot:group:{group_openid}`` (guild channels: ``qqbot:group:{channel_id}``)
 or ``qqbot:private:{user_openid}`` (guild DMs: ``qqbot:private:{author.id}``, with the DM's
 ``guild_id`` in metadata for the reply), as the seed's adapter writes it; ``group_id`` is the bare
@@ -24,6 +29,9 @@ group/user openid, message id).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from typing import Any, ClassVar
 
@@ -37,6 +45,28 @@ _GUILD_TYPES = frozenset({"AT_MESSAGE_CREATE", "MESSAGE_CREATE"})
 _AT_TYPES = frozenset({"GROUP_AT_MESSAGE_CREATE", "AT_MESSAGE_CREATE"})
 _CHAT_TYPES = _PRIVATE_TYPES | _GROUP_TYPES | _GUILD_TYPES
 _MENTION_TOKEN = re.compile(r"<@!?([^>\s]+)>")
+_FACE_TAG = re.compile(r"<faceType=[^<>]*>")
+_FACE_EXT = re.compile(r"""\bext=(?:"([^"]*)"|'([^']*)'|([^\s,"'>]*))""")
+_FACE_PLACEHOLDER = "[表情]"  # what the OneBot adapter reads for a ``face`` segment
+
+
+def _face_text(tag: str) -> str:
+    """The readable text of one face tag: its ``ext`` JSON's ``text``, else the placeholder."""
+    found = _FACE_EXT.search(tag)
+    ext = next((group for group in found.groups() if group is not None), "") if found else ""
+    if not ext:
+        return _FACE_PLACEHOLDER
+    try:
+        decoded = base64.b64decode(ext + "=" * (-len(ext) % 4), validate=True)
+        value = json.loads(decoded.decode("utf-8"))
+    except (binascii.Error, ValueError):  # bad base64, bad UTF-8 or not JSON
+        return _FACE_PLACEHOLDER
+    text = value.get("text") if isinstance(value, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return _FACE_PLACEHOLDER
+    text = text.strip()
+    # the platform writes "[呲牙]" but also a bare "流泪": bracket it so it reads as a face
+    return text if text.startswith("[") and text.endswith("]") else f"[{text}]"
 
 
 def _attachment_type(content_type: str) -> str:
@@ -209,7 +239,9 @@ class QQBotChannelAdapter(BaseChannelAdapter):
                 return ""
             return f"@{names.get(target) or target}"
 
-        return _MENTION_TOKEN.sub(replace, content)
+        # faces after mentions: a face's decoded text is not read as a mention token
+        content = _MENTION_TOKEN.sub(replace, content)
+        return _FACE_TAG.sub(lambda match: _face_text(match.group(0)), content)
 
     @staticmethod
     def _attachments(d: Fields) -> list[Attachment]:
