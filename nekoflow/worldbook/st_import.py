@@ -12,6 +12,8 @@ World Info entries that also carry card-style duplicates (chub.ai conversions: `
 Info names; a duplicate that disagrees is reported. Card-style entries read ``extensions`` first,
 as SillyTavern does, and a field they leave out gets SillyTavern's card default
 (``convertCharacterBook``: not selective, after the character, disabled without ``enabled``).
+A card entry's top-level ``position`` other than ``"before_char"``/``"after_char"`` is after the
+character (reported), as ``convertCharacterBook`` reads it; ``extensions.position`` still wins.
 Keys written ``/pattern/flags`` are regular expressions (SillyTavern always reads them so;
 ``use_regex`` changes nothing there either: reported when a key would read differently). CCv3
 decorators at the head of the content are cut, applied or reported
@@ -211,10 +213,14 @@ class EntryMapper:
         where, value = self.get("position")
         coarse = self.raw.get("position") if self.card_style else None
         if isinstance(value, str):
-            if value not in ("before_char", "after_char"):
-                self.bad(f"{where} must be before_char or after_char, got {value!r}")
-                return "before_char"
-            return value
+            if value in ("before_char", "after_char"):
+                return value
+            if self.card_style and where == "position":
+                # convertCharacterBook: anything but "before_char" is after the character
+                self.note(f"position={value!r} is not before_char or after_char: after_char used")
+                return "after_char"
+            self.bad(f"{where} must be before_char or after_char, got {value!r}")
+            return "before_char"
         number = self.integer(where, value, high=len(POSITIONS) - 1)
         if (
             isinstance(coarse, str)

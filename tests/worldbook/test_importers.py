@@ -282,6 +282,63 @@ def test_missing_card_fields_get_sillytavern_card_defaults() -> None:
     assert export_book(book) == doc["data"]["character_book"]  # defaults are not written back
 
 
+def test_unknown_card_position_is_after_the_character() -> None:
+    """convertCharacterBook: ``extensions.position ?? (position === 'before_char' ? before :
+    after)`` — any other top-level string is after the character; extensions.position wins."""
+    bare = {"keys": ["dragon"], "content": "龙", "enabled": True}
+    doc = {
+        "spec": "chara_card_v2",
+        "data": {
+            "name": "X",
+            "character_book": {
+                "entries": [
+                    {**bare, "id": 1, "position": "after_macro", "extensions": {}},
+                    {**bare, "id": 2, "position": "", "extensions": {}},
+                    {**bare, "id": 3, "position": "top", "extensions": {"position": 0}},
+                    {**bare, "id": 4, "position": "top", "extensions": {"position": 4}},
+                ]
+            },
+        },
+    }
+    report = parse_import(json.dumps(doc).encode())
+    [book] = report.books
+    assert [e.rules.position for e in book.entries] == [
+        "after_char",
+        "after_char",
+        "before_char",
+        "at_depth",
+    ]
+    text = "\n".join(report.warnings)
+    assert "position='after_macro' is not before_char or after_char: after_char used" in text
+    assert "position='' is not before_char or after_char: after_char used" in text
+    assert "entry '1'" in text and "entry '2'" in text
+    assert "position='top' disagrees with extensions.position=0: extensions.position used" in text
+    assert "position='top' is not" not in text  # extensions.position decides: nothing to guess
+    assert export_book(book) == doc["data"]["character_book"]  # the original JSON back
+
+
+def test_unknown_position_string_still_rejects_world_info_and_extensions() -> None:
+    world_info = {"entries": {"0": st_entry(0, key=["a"], position="after_macro")}}
+    with pytest.raises(WorldBookDataError) as err:
+        parse_import(json.dumps(world_info).encode())
+    assert any(
+        "position must be before_char or after_char, got 'after_macro'" in p
+        for p in err.value.problems
+    ), err.value.problems
+    card_doc = {
+        "spec": "chara_card_v2",
+        "data": {
+            "name": "X",
+            "character_book": {
+                "entries": [{"keys": ["a"], "content": "c", "extensions": {"position": "top"}}]
+            },
+        },
+    }
+    with pytest.raises(WorldBookDataError) as err:
+        parse_import(json.dumps(card_doc).encode())
+    assert any("extensions.position must be" in p for p in err.value.problems)
+
+
 def test_missing_world_info_fields_keep_world_info_defaults() -> None:
     doc = {
         "entries": {"0": {"uid": 0, "key": ["dragon"], "keysecondary": ["fire"], "content": "x"}}
