@@ -9,6 +9,7 @@ from nekoflow.delivery.base import (
     RetryLater,
     Sender,
     SendResult,
+    Unconfirmed,
 )
 from nekoflow.delivery.registry import (
     destination_for,
@@ -29,6 +30,7 @@ __all__ = [
     "RetryLater",
     "SendResult",
     "Sender",
+    "Unconfirmed",
     "destination_for",
     "load_platforms",
     "rate_limits_for",

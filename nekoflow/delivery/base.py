@@ -3,8 +3,9 @@
 A turn's rendered reply is cut into :class:`Chunk`s; the deliver stage sends each chunk to a
 :class:`Destination` through the platform's :class:`Sender`, exactly once per chunk where the
 platform allows it. A sender tells the stage what happened by returning a :class:`SendResult`
-or raising :class:`RetryLater` / :class:`PermanentFailure`. Reasons are our own words plus
-status and error codes, never the platform's free text (which may quote the message).
+or raising :class:`RetryLater` (not sent), :class:`Unconfirmed` (maybe sent: resent only where
+the platform deduplicates) or :class:`PermanentFailure`. Reasons are our own words plus status
+and error codes, never the platform's free text (which may quote the message).
 
 Senders that hand a chunk to another process which confirms it later (the OneBot reverse
 WebSocket gateway) return ``SendResult(handed_over=True)``; the outbox row then stays
@@ -76,12 +77,18 @@ class DeliveryError(NekoflowError):
 
 
 class RetryLater(DeliveryError):
-    """A temporary failure (429, 5xx, timeout, connection): try again, after ``retry_after``
-    seconds when the platform says so."""
+    """A temporary failure (429, 5xx, a request that never went out): try again, after
+    ``retry_after`` seconds when the platform says so."""
 
     def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+
+
+class Unconfirmed(RetryLater):
+    """The request may have reached the platform (read or write timeout, connection lost after
+    the request went out): sent again only where the platform deduplicates or the operator
+    chose at least once, else the chunk is recorded ``unknown``."""
 
 
 class PermanentFailure(DeliveryError):
@@ -95,8 +102,8 @@ class Sender(Protocol):
     def send(self, dest: Destination, chunk: Chunk, *, key: str) -> SendResult:
         """Send one chunk; ``key`` = ``"{turn_id}:{index}"`` is stable across retries.
 
-        Raises :class:`RetryLater` or :class:`PermanentFailure`; anything else counts as a
-        temporary failure.
+        Raises :class:`RetryLater` (not sent), :class:`Unconfirmed` (maybe sent) or
+        :class:`PermanentFailure`; anything else counts as a temporary failure.
         """
         ...
 

@@ -18,6 +18,14 @@ class Step:
     delay: float = 0.0
 
 
+def step_when_unconfirmed(*, idempotent: bool, resend_unconfirmed: bool) -> Step:
+    """What to do with a chunk that may have reached the platform unconfirmed (its worker died
+    mid-call, or the call timed out or lost its connection after the request went out): ``send``
+    again when the platform deduplicates by key or the operator chose at least once, else
+    ``unknown`` (at most once)."""
+    return Step("send") if idempotent or resend_unconfirmed else Step("unknown")
+
+
 def step_for_row(
     status: str,
     lease_until: datetime | None,
@@ -32,14 +40,15 @@ def step_for_row(
     - pending: ``send``;
     - sending with a live lease: another worker is on it, ``wait`` until the lease ends;
     - sending with an expired lease (its worker died mid-call): ``send`` again when the platform
-      deduplicates by key or the operator chose at-least-once, else ``unknown`` (at most once).
+      deduplicates by key or the operator chose at-least-once, else ``unknown`` (at most once):
+      see :func:`step_when_unconfirmed`.
     """
     if status == ChunkStatus.pending:
         return Step("send")
     if status == ChunkStatus.sending:
         if lease_until is not None and lease_until > now:
             return Step("wait", delay=(lease_until - now).total_seconds())
-        return Step("send") if idempotent or resend_unconfirmed else Step("unknown")
+        return step_when_unconfirmed(idempotent=idempotent, resend_unconfirmed=resend_unconfirmed)
     return Step("skip")
 
 

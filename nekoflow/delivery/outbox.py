@@ -151,6 +151,19 @@ def mark_unknown(engine: Engine, row: OutboxRow) -> bool:
     )
 
 
+def mark_unconfirmed(engine: Engine, row_id: int, reason: str) -> bool:
+    """The send may have reached the platform but was not confirmed (a read timeout, a lost
+    connection) and the platform cannot deduplicate: record ``unknown``, never resend."""
+    return _update_row(
+        engine,
+        row_id,
+        [col(OutboxRow.status) == ChunkStatus.sending.value],
+        status=ChunkStatus.unknown.value,
+        lease_until=None,
+        error=f"{reason}; may have arrived, not re-sent"[:500],
+    )
+
+
 def confirm_sent(engine: Engine, key: str, platform_message_id: str | None) -> bool:
     """A gateway confirms a handed-over chunk; the turn's delivery settles when all are.
 

@@ -27,8 +27,14 @@ from nekoflow.delivery.base import (
     PermanentFailure,
     RetryLater,
     Sender,
+    Unconfirmed,
 )
-from nekoflow.delivery.decide import give_up, retry_delay, step_for_row
+from nekoflow.delivery.decide import (
+    give_up,
+    retry_delay,
+    step_for_row,
+    step_when_unconfirmed,
+)
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter, NoRateLimiter, RateLimiter
 from nekoflow.delivery.registry import destination_for, rate_limits_for, sender_for
 from nekoflow.delivery.settings import DeliverySettings, get_delivery_settings
@@ -172,6 +178,15 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
         except PermanentFailure as exc:
             outbox.mark_failed(deps.engine, row.id, exc.reason)
             return _fail(deps, turn_id, f"chunk {row.idx}: {exc.reason}")
+        except Unconfirmed as exc:  # may have arrived: resend only where that is safe or chosen
+            again = step_when_unconfirmed(
+                idempotent=idempotent, resend_unconfirmed=deps.delivery.resend_unconfirmed
+            )
+            if again.kind == "send":
+                return _retry(deps, turn_id, row.id, row.idx, attempt, exc.reason, exc.retry_after)
+            log.warning("turn %s chunk %d: %s, not re-sent", turn_id, row.idx, exc.reason)
+            outbox.mark_unconfirmed(deps.engine, row.id, exc.reason)
+            continue
         except RetryLater as exc:
             return _retry(deps, turn_id, row.id, row.idx, attempt, exc.reason, exc.retry_after)
         except Exception as exc:  # a sender bug or a library error: temporary, named by class

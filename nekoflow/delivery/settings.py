@@ -31,7 +31,8 @@ class DeliverySettings(BaseSettings):
     backoff_max: float = Field(default=60.0, ge=0)
     #: A send still in flight after this many seconds belongs to a dead worker.
     lease_seconds: float = Field(default=30.0, gt=0)
-    #: Send again a chunk whose worker died mid-call (at least once: may duplicate) instead of
+    #: Send again a chunk whose worker died mid-call, or whose call timed out or lost its
+    #: connection after the request went out (at least once: may duplicate), instead of
     #: recording it as ``unknown`` (at most once). Platforms with idempotent sends ignore this.
     resend_unconfirmed: bool = False
     #: Per channel/platform overrides of the default limits, by rule name, e.g.

@@ -18,9 +18,10 @@ class ChunkStatus(StrEnum):
     """Lifecycle of one outbox row.
 
     pending → sending → sent; ``handed_over`` waits for a gateway's confirmation; ``failed`` is
-    permanent; ``unknown`` means a worker died while the platform call was in flight and the
-    platform offers no idempotency, so the chunk is not sent again (it may or may not have
-    arrived).
+    permanent; ``unknown`` means the platform call may have gone through unconfirmed (a worker
+    died while it was in flight, or it timed out or lost its connection after the request was
+    sent) and the platform offers no idempotency, so the chunk is not sent again (it may or may
+    not have arrived).
     """
 
     pending = "pending"
