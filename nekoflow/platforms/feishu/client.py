@@ -16,6 +16,7 @@ import httpx
 
 from nekoflow.delivery.base import PermanentFailure, RetryLater
 from nekoflow.platforms.tokens import TokenCache
+from nekoflow.platforms.transport import request_failure
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
@@ -68,10 +69,8 @@ def classify(what: str, status: int, data: Any, reset: str | None) -> Exception:
 def _post(http: httpx.Client, url: str, what: str, **kw: Any) -> httpx.Response:
     try:
         return http.request(kw.pop("method", "POST"), url, **kw)
-    except httpx.TimeoutException:
-        raise RetryLater(f"feishu {what}: timeout") from None
-    except httpx.TransportError:
-        raise RetryLater(f"feishu {what}: connection error") from None
+    except httpx.HTTPError as exc:  # unconfirmed sends are resent: the uuid deduplicates them
+        raise request_failure(f"feishu {what}", exc) from None
 
 
 def _json(resp: httpx.Response) -> Any:

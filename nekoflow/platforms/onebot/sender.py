@@ -6,7 +6,8 @@
   action's echo comes back. The hand-over is idempotent: a Lua script adds each chunk key to the
   stream at most once, so a retried or redelivered deliver task never queues a chunk twice.
 * ``http`` bots: ``POST {http_api_url}/send_msg`` with ``Authorization: Bearer <token>``;
-  HTTP status and ``retcode`` map to :class:`RetryLater` / :class:`PermanentFailure`.
+  HTTP status and ``retcode`` map to :class:`RetryLater` / :class:`PermanentFailure`; a timeout
+  or lost connection after the request went out is :class:`Unconfirmed` (not resent: no key).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from nekoflow.delivery.base import (
 )
 from nekoflow.platforms.onebot.protocol import judge, send_msg
 from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings, get_onebot_settings
+from nekoflow.platforms.transport import request_failure
 
 log = logging.getLogger(__name__)
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -128,10 +130,8 @@ class HttpSender:
             response = self.http.post(
                 f"{self.base_url}/send_msg", json=params, headers=self.headers
             )
-        except httpx.TimeoutException:
-            raise RetryLater("onebot http api: timeout") from None
         except httpx.HTTPError as exc:
-            raise RetryLater(f"onebot http api: {type(exc).__name__}") from None
+            raise request_failure("onebot http api", exc) from None
         status = response.status_code
         if status == 429 or status >= 500:
             after = response.headers.get("Retry-After")

@@ -2,8 +2,9 @@
 
 Calls carry ``Authorization: QQBot {access_token}``; the token comes from a shared
 :class:`~nekoflow.platforms.tokens.TokenCache` (one refresh at a time across workers). Errors
-answer ``{"code": …, "message": …}``: they become :class:`RetryLater` (429, 5xx, timeouts,
-connection errors, a refused token — dropped from the cache so the retry gets a new one),
+answer ``{"code": …, "message": …}``: they become :class:`RetryLater` (429, 5xx, a request
+that never went out, a refused token — dropped from the cache so the retry gets a new one),
+:class:`Unconfirmed` (a read timeout or lost answer: the message may have been sent),
 :class:`DuplicateSend` (the platform already has this ``msg_id`` + ``msg_seq``: the chunk was
 sent before) or :class:`QQBotError` (permanent), with reasons in our own words plus the code —
 never the platform's message (free text) and never the token.
@@ -18,6 +19,7 @@ import httpx
 
 from nekoflow.delivery.base import PermanentFailure, RetryLater
 from nekoflow.platforms.tokens import TokenCache
+from nekoflow.platforms.transport import request_failure
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
@@ -133,10 +135,8 @@ class QQBotClient:
                 json=body,
                 headers={"Authorization": f"QQBot {token}"},
             )
-        except httpx.TimeoutException:
-            raise RetryLater(f"qqbot {what}: timeout") from None
-        except httpx.TransportError:
-            raise RetryLater(f"qqbot {what}: connection error") from None
+        except httpx.HTTPError as exc:
+            raise request_failure(f"qqbot {what}", exc) from None
         try:
             data = resp.json()
         except ValueError:

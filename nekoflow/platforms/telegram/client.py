@@ -3,8 +3,9 @@
 Every method is ``POST {api_base_url}/bot{token}/{method}`` with a JSON body; the answer is
 ``{"ok": true, "result": …}`` or ``{"ok": false, "error_code": …, "description": …,
 "parameters": {"retry_after": …}}``. Errors become :class:`~nekoflow.delivery.base.RetryLater`
-(429 with ``retry_after``, 5xx, timeouts, connection errors) or
-:class:`~nekoflow.delivery.base.PermanentFailure` (400 chat not found, 403 blocked, 401 bad
+(429 with ``retry_after``, 5xx, a request that never went out),
+:class:`~nekoflow.delivery.base.Unconfirmed` (a read timeout or lost answer: it may have been
+sent) or :class:`~nekoflow.delivery.base.PermanentFailure` (400 chat not found, 403 blocked, 401 bad
 token…), with reasons in our own words plus the error code: never the description (free text)
 and never the URL (it holds the token).
 
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 
 from nekoflow.delivery.base import PermanentFailure, RetryLater
+from nekoflow.platforms.transport import request_failure
 
 # httpx logs every request URL at INFO level, and Bot API URLs contain the token.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -90,10 +92,8 @@ class BotApiClient:
         req_timeout = self._timeout if timeout is None else httpx.Timeout(timeout, connect=5.0)
         try:
             resp = self._http.post(self._prefix + method, json=params, timeout=req_timeout)
-        except httpx.TimeoutException:
-            raise RetryLater(f"telegram {method}: timeout") from None
-        except httpx.TransportError:
-            raise RetryLater(f"telegram {method}: connection error") from None
+        except httpx.HTTPError as exc:
+            raise request_failure(f"telegram {method}", exc) from None
         try:
             data = resp.json()
         except ValueError:
