@@ -6,7 +6,9 @@ api.telegram.org: 401 for an unknown token, 403 "Forbidden: bot was blocked by t
 400 "Bad Request: chat not found", 429 "Too Many Requests: retry after N" — scripted per chat,
 or automatically when a chat gets more messages than ``flood_limit`` in one second (as Telegram
 does). ``getUpdates`` serves queued updates with offset semantics and long polling; ``hold``
-keeps the answer to the next sendMessage of a chat until released (to kill a worker mid-call).
+keeps the answer to the next sendMessage of a chat until released (to kill a worker mid-call);
+``answer_late`` delivers the next one but answers it only after a delay (a slow platform: the
+client's read timeout fires although the message went out).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class FakeState:
     #: Chats whose next sendMessage is recorded, then answered only after ``release``.
     holds: dict[str, threading.Event] = field(default_factory=dict)
     held: dict[str, threading.Event] = field(default_factory=dict)
+    #: Seconds to wait before answering the next accepted sendMessage of a chat (in order).
+    late: dict[str, deque[float]] = field(default_factory=lambda: defaultdict(deque))
     flood_limit: int | None = None
     flood_answers: int = 0
     updates: list[dict[str, Any]] = field(default_factory=list)
@@ -117,6 +121,11 @@ class FakeBotApi:
             arrived = threading.Event()
             self.state.held[str(chat_id)] = arrived
             return arrived
+
+    def answer_late(self, chat_id: str, seconds: float) -> None:
+        """Deliver the next sendMessage of ``chat_id`` but answer it ``seconds`` later."""
+        with self.state.lock:
+            self.state.late[str(chat_id)].append(seconds)
 
     def release(self, chat_id: str) -> None:
         """Let a held answer go."""
@@ -225,10 +234,13 @@ def _send(state: FakeState, params: dict[str, Any], now: float) -> tuple[int, An
         state.messages[chat].append((message_id, params))
         hold = state.holds.get(chat)
         arrived = state.held.pop(chat, None)
+        late = state.late[chat].popleft() if state.late[chat] else 0.0
     if arrived is not None:
         arrived.set()
     if hold is not None:
         hold.wait(timeout=60)
+    if late:
+        time.sleep(late)
     result = {
         "message_id": message_id,
         "chat": {"id": params.get("chat_id")},

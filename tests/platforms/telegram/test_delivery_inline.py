@@ -1,6 +1,7 @@
 """The deliver stage against the loopback Bot API, in this process (real SQL, real HTTP):
 exactly once, reply target and forum topic, 429 retry_after, 403/400 permanent, 5xx backoff,
-a send left in flight by a dead worker, deliver=False, order per conversation, typing."""
+a send left in flight by a dead worker, an answer after the read timeout (not re-sent unless
+chosen), a refused connection (retried), deliver=False, order per conversation, typing."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
-from tests.platforms.telegram.conftest import tg_update
+from tests.platforms.telegram.conftest import reset_caches, tg_update
 from tests.platforms.telegram.fake_botapi import FakeBotApi
 
 
@@ -154,6 +155,55 @@ def test_send_left_in_flight_by_a_dead_worker(deps, tg_env, fake_tg: FakeBotApi)
         assert len(fake_tg.sent(chat)) == expected
 
 
+@pytest.mark.parametrize("resend", [False, True])
+def test_answer_after_the_read_timeout_is_not_sent_again(
+    deps, tg_env, fake_tg: FakeBotApi, monkeypatch: pytest.MonkeyPatch, resend: bool
+) -> None:
+    """The platform took chunk 0 but answered after our read timeout: at most once by default
+    (recorded unknown, the next chunks still go), at least once when chosen."""
+    monkeypatch.setenv("NEKOFLOW_TELEGRAM_TIMEOUT", "0.3")
+    reset_caches()
+    chat = 8101
+    turn_id = _turn(deps, tg_update(chat, "你好"))
+    rendered = store.get_run(deps.engine, turn_id).rendered
+    fake_tg.answer_late(str(chat), 1.0)
+    dd = _deliver_deps(deps, resend_unconfirmed=resend)
+    outcome = deliver_turn(dd, turn_id)
+    first = _rows(deps.engine, turn_id)[0]
+    assert first.attempts == 1 and "ReadTimeout" in (first.error or "")
+    assert "你好" not in (first.error or "") and "/bot" not in (first.error or "")
+    if resend:
+        assert outcome.kind == "retry" and first.status == "pending"
+        assert deliver_turn(dd, turn_id).kind == "done"
+        assert len(fake_tg.sent(chat)) == len(rendered) + 1  # chunk 0 went out twice
+        return
+    assert outcome.kind == "done" and first.status == "unknown"
+    assert [r.status for r in _rows(deps.engine, turn_id)[1:]] == ["sent"] * (len(rendered) - 1)
+    run = store.get_run(deps.engine, turn_id)
+    assert run.delivery_status == "sent" and "1 chunk(s) unconfirmed: [0]" in run.delivery_reason
+    assert deliver_turn(dd, turn_id).kind == "done"  # settled: nothing more
+    assert [p["text"] for p in fake_tg.sent(chat)] == [m["content"] for m in rendered]
+
+
+def test_refused_connection_is_retried(
+    deps, tg_env, fake_tg: FakeBotApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing reached the platform (connection refused): the chunk is simply tried again."""
+    turn_id = _turn(deps, tg_update(8201, "你好"))
+    rendered = store.get_run(deps.engine, turn_id).rendered
+    monkeypatch.setenv("NEKOFLOW_TELEGRAM_API_BASE_URL", "http://127.0.0.1:9")
+    reset_caches()
+    dd = _deliver_deps(deps)
+    outcome = deliver_turn(dd, turn_id)
+    assert outcome.kind == "retry" and "ConnectError" in outcome.reason
+    row = _rows(deps.engine, turn_id)[0]
+    assert (row.status, row.attempts) == ("pending", 1)
+    monkeypatch.setenv("NEKOFLOW_TELEGRAM_API_BASE_URL", fake_tg.url)
+    reset_caches()
+    assert deliver_turn(dd, turn_id).kind == "done"
+    assert [p["text"] for p in fake_tg.sent(8201)] == [m["content"] for m in rendered]
+
+
 def test_no_delivery_without_a_destination(deps, tg_env, fake_tg: FakeBotApi) -> None:
     handle = submit_turn(deps, "telegram", tg_update(9001, "你好"), deliver=False)
     assert store.get_run(deps.engine, handle.turn_id).delivery_status is None
@@ -168,8 +218,6 @@ def test_no_delivery_without_a_destination(deps, tg_env, fake_tg: FakeBotApi) ->
 
 
 def test_unconfigured_platform_gets_no_outbox(deps, fake_tg: FakeBotApi, monkeypatch) -> None:
-    from tests.platforms.telegram.conftest import reset_caches
-
     monkeypatch.delenv("NEKOFLOW_TELEGRAM_TOKEN", raising=False)
     reset_caches()
     handle = submit_turn(deps, "telegram", tg_update(9101, "你好"))
