@@ -1,18 +1,21 @@
 """Pure delivery decisions: what a row's status means, backoff and retry_after, chunk keys,
-registry lookups, and Telegram's error classification (codes, never the description)."""
+registry lookups, Telegram's error classification (codes, never the description), and which
+httpx errors mean "not sent" (retry) or "maybe sent" (unconfirmed)."""
 
 from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 
-from nekoflow.delivery.base import Destination, PermanentFailure, RetryLater
-from nekoflow.delivery.decide import give_up, retry_delay, step_for_row
+from nekoflow.delivery.base import Destination, PermanentFailure, RetryLater, Unconfirmed
+from nekoflow.delivery.decide import give_up, retry_delay, step_for_row, step_when_unconfirmed
 from nekoflow.delivery.outbox import chunk_key, parse_key
 from nekoflow.delivery.registry import destination_for, rate_limits_for
 from nekoflow.platforms.telegram.client import classify
+from nekoflow.platforms.transport import request_failure
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -128,3 +131,42 @@ def test_registry_knows_telegram_and_not_web() -> None:
     }
     assert rules == {"chat": (1, 1.0), "bot": (30, 1.0), "group": (20, 60.0)}
     assert destination_for("web", req, None) is None
+
+
+@pytest.mark.parametrize(
+    ("idempotent", "resend", "kind"),
+    [(False, False, "unknown"), (True, False, "send"), (False, True, "send"), (True, True, "send")],
+)
+def test_step_when_unconfirmed(idempotent: bool, resend: bool, kind: str) -> None:
+    """A maybe-sent chunk is resent only where the platform deduplicates or it was chosen."""
+    assert step_when_unconfirmed(idempotent=idempotent, resend_unconfirmed=resend).kind == kind
+
+
+_REQ = httpx.Request("POST", "https://api.example/botSECRET/sendMessage")
+
+
+@pytest.mark.parametrize(
+    ("exc", "unconfirmed"),
+    [
+        (httpx.ConnectError("refused", request=_REQ), False),
+        (httpx.ConnectTimeout("slow", request=_REQ), False),
+        (httpx.PoolTimeout("busy", request=_REQ), False),
+        (httpx.ProxyError("proxy", request=_REQ), False),
+        (httpx.UnsupportedProtocol("scheme", request=_REQ), False),
+        (httpx.ReadTimeout("late", request=_REQ), True),
+        (httpx.WriteTimeout("late", request=_REQ), True),
+        (httpx.ReadError("reset", request=_REQ), True),
+        (httpx.WriteError("reset", request=_REQ), True),
+        (httpx.RemoteProtocolError("disconnected", request=_REQ), True),
+        (httpx.DecodingError("gzip", request=_REQ), True),
+    ],
+)
+def test_request_failure_splits_not_sent_from_maybe_sent(
+    exc: httpx.HTTPError, unconfirmed: bool
+) -> None:
+    """Only errors raised before the request went out are plain retries; reasons name the
+    class, never the URL (it may hold a token)."""
+    err = request_failure("telegram sendMessage", exc)
+    assert isinstance(err, RetryLater)
+    assert isinstance(err, Unconfirmed) is unconfirmed
+    assert type(exc).__name__ in err.reason and "SECRET" not in err.reason

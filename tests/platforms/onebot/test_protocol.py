@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater
+from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater, Unconfirmed
 from nekoflow.platforms.onebot.protocol import (
     bearer,
     client_role,
@@ -169,6 +169,26 @@ def test_http_sender_timeouts_and_refused_connections_are_temporary() -> None:
     with pytest.raises(RetryLater) as err:
         sender.send(PRIVATE, _text(0, "x"), key="t:0")
     assert "x" not in err.value.reason.replace("onebot", "")
+
+
+def test_http_sender_read_timeout_is_unconfirmed() -> None:
+    """send_msg reached the implementation but the answer timed out: maybe sent (Unconfirmed,
+    so the non-idempotent HTTP sender is not resent); a refused connection is a plain retry."""
+    calls: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        raise httpx.ReadTimeout("late", request=request)
+
+    sender = HttpSender(httpx.Client(transport=httpx.MockTransport(handle)), "http://ob", "t")
+    assert sender.idempotent is False
+    with pytest.raises(Unconfirmed, match="ReadTimeout") as err:
+        sender.send(GROUP, _text(0, "喵"), key="t:0")
+    assert "喵" not in err.value.reason and calls == ["/send_msg"]
+    refused = HttpSender(httpx.Client(timeout=1), "http://127.0.0.1:9", "t")
+    with pytest.raises(RetryLater) as err:
+        refused.send(GROUP, _text(0, "喵"), key="t:0")
+    assert not isinstance(err.value, Unconfirmed) and "ConnectError" in err.value.reason
 
 
 def test_make_sender_picks_the_mode(api: FakeHttpApi) -> None:

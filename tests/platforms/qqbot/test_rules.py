@@ -1,5 +1,6 @@
 """QQ bot pure rules and crypto: the docs' Ed25519 vector, verification failures, the
-passive-reply window and count, ``msg_seq`` per chunk, endpoints, error classes; and the shared
+passive-reply window and count, ``msg_seq`` per chunk, endpoints, error classes (a read timeout
+is unconfirmed, a refused connection or token fetch a plain retry); and the shared
 token cache against real Redis (one fetch across threads, refresh after a refusal)."""
 
 from __future__ import annotations
@@ -7,12 +8,19 @@ from __future__ import annotations
 import threading
 import time
 
+import httpx
 import pytest
 import redis
 
 from nekoflow.channels.context import ChatRequest
-from nekoflow.delivery.base import Destination, PermanentFailure, RetryLater
-from nekoflow.platforms.qqbot.client import DuplicateSend, QQBotError, classify
+from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater, Unconfirmed
+from nekoflow.platforms.qqbot.client import (
+    DuplicateSend,
+    QQBotClient,
+    QQBotError,
+    classify,
+    fetch_access_token,
+)
 from nekoflow.platforms.qqbot.crypto import seed_from_secret, sign, validation_answer, verify
 from nekoflow.platforms.qqbot.rules import (
     check_passive_reply,
@@ -21,7 +29,8 @@ from nekoflow.platforms.qqbot.rules import (
     message_time,
     qqbot_destination,
 )
-from nekoflow.platforms.tokens import RedisTokenCache, cache_seconds
+from nekoflow.platforms.qqbot.sender import QQBotSender
+from nekoflow.platforms.tokens import LocalTokenCache, RedisTokenCache, cache_seconds
 
 DOC_SIGNATURE = (
     "87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d0"
@@ -174,3 +183,49 @@ def test_redis_token_cache_fetches_once_across_threads(redis_client: redis.Redis
     caches[0].invalidate("token-1")
     assert caches[1].get() == "token-2" and len(fetched) == 2
     redis_client.delete(key)
+
+
+def _mock_client(calls: list[str], error: type[httpx.TransportError]) -> QQBotClient:
+    """A client whose message calls reach the platform's log, then fail with ``error``."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        raise error("no answer", request=request)
+
+    return QQBotClient(
+        LocalTokenCache(lambda: ("tok-1", 7200.0)),
+        base_url="https://qq.example",
+        transport=httpx.MockTransport(handle),
+    )
+
+
+def test_read_timeout_is_unconfirmed_and_connect_error_a_plain_retry() -> None:
+    """A read timeout may follow a delivered message: Unconfirmed (the guild/DM sender is not
+    idempotent, so the deliver stage records it unknown; group/C2C resend by msg_seq)."""
+    calls: list[str] = []
+    now = str(time.time())
+    guild = QQBotSender(_mock_client(calls, httpx.ReadTimeout), idempotent=False)
+    channel = _dest(
+        platform="qqbot-guild", chat_type="channel", chat_id="C1", extra={"msg_ts": now}
+    )
+    with pytest.raises(Unconfirmed, match="ReadTimeout") as err:
+        guild.send(channel, Chunk(index=0, payload={"content": "喵"}), key="t:0")
+    assert "喵" not in err.value.reason and "tok-1" not in err.value.reason
+    assert calls == ["/channels/C1/messages"]
+    refused = QQBotSender(_mock_client(calls, httpx.ConnectError), idempotent=False)
+    with pytest.raises(RetryLater) as err:
+        refused.send(channel, Chunk(index=0, payload={"content": "喵"}), key="t:0")
+    assert not isinstance(err.value, Unconfirmed)
+    assert QQBotSender(_mock_client([], httpx.ReadTimeout)).idempotent  # group/C2C default
+
+
+def test_token_fetch_timeout_is_a_plain_retry() -> None:
+    """The token request precedes the message: any error there means nothing was sent."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("slow", request=request)
+
+    http = httpx.Client(transport=httpx.MockTransport(handle))
+    with pytest.raises(RetryLater) as err:
+        fetch_access_token(http, "https://qq.example/token", "app", "secret")
+    assert not isinstance(err.value, Unconfirmed)
