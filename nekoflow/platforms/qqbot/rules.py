@@ -112,6 +112,11 @@ def message_time(stamp: str | None) -> float | None:
         return None
 
 
+def reply_window(dest: Destination, *, window: float, c2c_window: float) -> float:
+    """The passive-reply window of ``dest``: ``c2c_window`` for C2C, ``window`` for the rest."""
+    return c2c_window if dest.chat_type == "c2c" else window
+
+
 def check_passive_reply(
     dest: Destination, index: int, now: float, *, window: float, max_replies: int
 ) -> None:

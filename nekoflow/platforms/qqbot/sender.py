@@ -17,7 +17,12 @@ from nekoflow.platforms.qqbot.client import (
     QQBotError,
     fetch_access_token,
 )
-from nekoflow.platforms.qqbot.rules import check_passive_reply, message_body, message_path
+from nekoflow.platforms.qqbot.rules import (
+    check_passive_reply,
+    message_body,
+    message_path,
+    reply_window,
+)
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings, get_qqbot_settings
 from nekoflow.platforms.tokens import LocalTokenCache, RedisTokenCache, TokenCache
 
@@ -30,12 +35,15 @@ class QQBotSender:
         client: QQBotClient,
         *,
         window: float = 300.0,
+        c2c_window: float = 3600.0,
         max_replies: int = 5,
         idempotent: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
+        #: Passive-reply windows: groups and guild (QQ: 5 min), C2C (QQ: 60 min).
         self.window = window
+        self.c2c_window = c2c_window
         self.max_replies = max_replies
         #: C2C/group sends are deduplicated by msg_id + msg_seq: a chunk left in flight by a
         #: dead worker is sent again and a duplicate answer means "already sent".
@@ -49,8 +57,9 @@ class QQBotSender:
         text = str(chunk.payload.get("content") or chunk.payload.get("text") or "")
         if not text.strip():
             return SendResult(platform_message_id=None)
+        window = reply_window(dest, window=self.window, c2c_window=self.c2c_window)
         check_passive_reply(
-            dest, chunk.index, self.clock(), window=self.window, max_replies=self.max_replies
+            dest, chunk.index, self.clock(), window=window, max_replies=self.max_replies
         )
         body = message_body(dest, chunk.index, text)
         try:
@@ -109,6 +118,7 @@ def _factory(idempotent: bool) -> Callable[[str, Any], QQBotSender]:
         return QQBotSender(
             make_client(qq, bot, settings),
             window=qq.reply_window_seconds,
+            c2c_window=qq.c2c_reply_window_seconds,
             max_replies=qq.max_replies,
             idempotent=idempotent,
         )

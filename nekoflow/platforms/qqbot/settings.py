@@ -70,8 +70,12 @@ class QQBotSettings(BaseSettings):
     bot_name: str = "default"
     #: Where the API app listens for callbacks: ``{webhook_path}/{bot name}``.
     webhook_path: str = "/webhooks/qqbot"
-    #: Passive replies are accepted this many seconds after the user's message (QQ: 5 min).
-    reply_window_seconds: float = Field(default=300.0, gt=0)
+    #: Group, guild channel and guild DM passive replies are accepted this many seconds after
+    #: the user's message (QQ: 5 min).
+    reply_window_seconds: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    #: C2C (private chat) passive replies are accepted this many seconds after the user's
+    #: message (QQ: 60 min).
+    c2c_reply_window_seconds: float = Field(default=3600.0, gt=0, allow_inf_nan=False)
     #: Passive replies per user message (QQ: 5); chunks beyond fail delivery.
     max_replies: int = Field(default=5, ge=1)
     #: Refresh an access token this many seconds before it expires.

@@ -97,7 +97,7 @@ def test_signed_callbacks_are_answered_once(live, workers, qq_env, fake_qq: Fake
 
 
 def test_expired_token_429_and_the_reply_window(live, workers, qq_env, fake_qq: FakeQQ) -> None:
-    workers.start(extra_env=qq_env | {"NEKOFLOW_QQBOT_REPLY_WINDOW_SECONDS": "60"})
+    workers.start(extra_env=qq_env | {"NEKOFLOW_QQBOT_C2C_REPLY_WINDOW_SECONDS": "60"})
     enqueue_turn("qqbot", c2c_event("U300", "第一句"), bot="neko")
     wait_for(lambda: _settled(live.engine, "qqbot:private:U300", 1), 60, "first", workers.logs)
     fake_qq.expire_tokens()  # the cached token is refused now

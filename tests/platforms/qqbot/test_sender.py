@@ -1,0 +1,93 @@
+"""QQ bot sender against the loopback fake OpenAPI: the passive-reply window per chat type
+(C2C 60 min, group 5 min) and how the platform's answers become outcomes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from nekoflow.delivery.base import Chunk, Destination, PermanentFailure
+from nekoflow.platforms.qqbot.client import QQBotClient, fetch_access_token
+from nekoflow.platforms.qqbot.rules import reply_window
+from nekoflow.platforms.qqbot.sender import QQBotSender, make_qqbot_sender
+from nekoflow.platforms.qqbot.settings import QQBotSettings
+from nekoflow.platforms.tokens import LocalTokenCache
+from tests.platforms.qqbot.conftest import APP_ID, SECRET, reset_caches
+from tests.platforms.qqbot.fake_qq import FakeQQ
+
+NOW = 1_750_000_000.0
+
+
+@pytest.fixture
+def client(fake_qq: FakeQQ) -> Iterator[QQBotClient]:
+    """A real client of the fake, with an in-process token cache."""
+    http = httpx.Client(timeout=5)
+    tokens = LocalTokenCache(lambda: fetch_access_token(http, fake_qq.token_url, APP_ID, SECRET))
+    qq = QQBotClient(tokens, base_url=fake_qq.url, timeout=5)
+    yield qq
+    qq.close()
+    http.close()
+
+
+def _dest(chat_type: str, chat_id: str, age: float) -> Destination:
+    return Destination(
+        platform="qqbot",
+        bot="neko",
+        chat_type=chat_type,
+        chat_id=chat_id,
+        reply_to="m1",
+        extra={"msg_ts": str(NOW - age)},
+    )
+
+
+def _chunk(index: int = 0, text: str = "喵") -> Chunk:
+    return Chunk(index=index, kind="text", payload={"content": text})
+
+
+def test_window_settings_default_per_chat_type_and_are_validated() -> None:
+    qq = QQBotSettings()
+    assert (qq.reply_window_seconds, qq.c2c_reply_window_seconds) == (300.0, 3600.0)
+    for bad in ({"c2c_reply_window_seconds": 0}, {"reply_window_seconds": -1}):
+        with pytest.raises(ValidationError):
+            QQBotSettings(**bad)
+    with pytest.raises(ValidationError):
+        QQBotSettings(c2c_reply_window_seconds=float("inf"))
+    assert reply_window(_dest("c2c", "U", 0), window=300, c2c_window=3600) == 3600
+    for kind in ("group", "channel", "dm"):
+        assert reply_window(_dest(kind, "X", 0), window=300, c2c_window=3600) == 300
+
+
+def test_window_env_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEKOFLOW_QQBOT_REPLY_WINDOW_SECONDS", "120")
+    monkeypatch.setenv("NEKOFLOW_QQBOT_C2C_REPLY_WINDOW_SECONDS", "1800")
+    qq = QQBotSettings()
+    assert (qq.reply_window_seconds, qq.c2c_reply_window_seconds) == (120.0, 1800.0)
+
+
+def test_c2c_reply_ten_minutes_late_is_sent_a_group_one_is_refused(
+    client: QQBotClient, fake_qq: FakeQQ
+) -> None:
+    sender = QQBotSender(client, clock=lambda: NOW)
+    result = sender.send(_dest("c2c", "U1", 600), _chunk(), key="k")
+    assert result.platform_message_id is not None
+    assert fake_qq.texts("U1") == ["喵"]
+    with pytest.raises(PermanentFailure, match="window of 300s has passed"):
+        sender.send(_dest("group", "G1", 600), _chunk(), key="k")
+    assert fake_qq.calls("/v2/groups/G1") == []  # refused before any request
+    with pytest.raises(PermanentFailure, match="window of 3600s has passed"):
+        sender.send(_dest("c2c", "U2", 3601), _chunk(), key="k")
+    assert fake_qq.calls("/v2/users/U2") == []
+
+
+def test_sender_factory_reads_both_windows(qq_env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEKOFLOW_QQBOT_C2C_REPLY_WINDOW_SECONDS", "1800")
+    reset_caches()
+    sender = make_qqbot_sender("neko", SimpleNamespace(redis_url=None))
+    try:
+        assert (sender.window, sender.c2c_window) == (300.0, 1800.0)
+    finally:
+        sender.client.close()
