@@ -8,6 +8,9 @@ that never went out, a refused token — dropped from the cache so the retry get
 :class:`DuplicateSend` (the platform already has this ``msg_id`` + ``msg_seq``: the chunk was
 sent before) or :class:`QQBotError` (permanent), with reasons in our own words plus the code —
 never the platform's message (free text) and never the token.
+
+A 2xx answer whose body carries a non-zero ``code`` is that error too: QQ sometimes answers
+HTTP 200 with ``{"code", "message"}``, and its error docs say 201/202 carry an error body.
 """
 
 from __future__ import annotations
@@ -52,13 +55,20 @@ class DuplicateSend(QQBotError):
     """The platform rejected a reused ``msg_seq``: this chunk was already delivered."""
 
 
-def _code(data: Any, status: int) -> int:
+def _body_code(data: Any) -> int | None:
+    """The non-zero error code in an answer's body (``code`` or ``err_code``), else None."""
     body = data if isinstance(data, dict) else {}
     for key in ("code", "err_code"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value:
             return value
-    return status
+    return None
+
+
+def _code(data: Any, status: int) -> int:
+    """The body's error code, else the HTTP status."""
+    code = _body_code(data)
+    return status if code is None else code
 
 
 def classify(what: str, status: int, data: Any, retry_after: str | None) -> Exception:
@@ -141,8 +151,8 @@ class QQBotClient:
             data = resp.json()
         except ValueError:
             data = None
-        if 200 <= resp.status_code < 300:
-            return data
+        if 200 <= resp.status_code < 300 and _body_code(data) is None:
+            return data  # a 2xx carrying an error code is that error (QQ answers 200 + code)
         if resp.status_code == 401 or _code(data, resp.status_code) in TOKEN_CODES:
             self.tokens.invalidate(token)
             raise RetryLater(f"qqbot {what}: access token refused, refreshed")

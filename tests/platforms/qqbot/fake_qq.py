@@ -5,8 +5,9 @@
 (``/v2/users/{openid}/messages``, ``/v2/groups/{group_openid}/messages``,
 ``/channels/{channel_id}/messages``, ``/dms/{guild_id}/messages``) need ``Authorization: QQBot
 <token>`` with an unexpired token (else 401, code 11244), and refuse a second message with the
-same ``msg_id`` + ``msg_seq`` (code 40054005) as QQ does. Errors (429, 5xx, codes) can be
-scripted per chat; ``hold`` keeps the answer to the next message of a chat until released.
+same ``msg_id`` + ``msg_seq`` (code 40054005) as QQ does. Errors (429, 5xx, codes — also on
+HTTP 200/202, as QQ sometimes answers) can be scripted per chat; ``hold`` keeps the answer to
+the next message of a chat until released.
 """
 
 from __future__ import annotations

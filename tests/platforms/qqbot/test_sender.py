@@ -10,8 +10,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from nekoflow.delivery.base import Chunk, Destination, PermanentFailure
-from nekoflow.platforms.qqbot.client import QQBotClient, fetch_access_token
+from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater
+from nekoflow.platforms.qqbot.client import QQBotClient, QQBotError, fetch_access_token
 from nekoflow.platforms.qqbot.rules import reply_window
 from nekoflow.platforms.qqbot.sender import QQBotSender, make_qqbot_sender
 from nekoflow.platforms.qqbot.settings import QQBotSettings
@@ -91,3 +91,25 @@ def test_sender_factory_reads_both_windows(qq_env, monkeypatch: pytest.MonkeyPat
         assert (sender.window, sender.c2c_window) == (300.0, 1800.0)
     finally:
         sender.client.close()
+
+
+def test_a_2xx_with_an_error_code_is_that_error(client: QQBotClient, fake_qq: FakeQQ) -> None:
+    sender = QQBotSender(client, clock=lambda: NOW)
+    dest = _dest("c2c", "U5", 0)
+    fake_qq.fail_next("U5", 200, 304082)
+    with pytest.raises(QQBotError) as err:
+        sender.send(dest, _chunk(), key="k")
+    assert err.value.code == 304082 and fake_qq.texts("U5") == []
+    fake_qq.fail_next("U5", 200, 11244)  # token refused: dropped, fetched again, retried
+    with pytest.raises(RetryLater, match="access token refused"):
+        sender.send(dest, _chunk(), key="k")
+    sender.send(dest, _chunk(), key="k")
+    assert fake_qq.state.issued == 2 and fake_qq.texts("U5") == ["喵"]
+    fake_qq.fail_next("U5", 200, 40054005)  # same as on 400: already delivered
+    assert sender.send(dest, _chunk(1), key="k").platform_message_id is None
+    fake_qq.fail_next("U5", 202, 304024)  # held for review: accepted
+    assert sender.send(dest, _chunk(2), key="k").platform_message_id is None
+    fake_qq.fail_next("U5", 200, 0)  # code 0 means success (this body has no id)
+    assert sender.send(dest, _chunk(3), key="k").platform_message_id is None
+    ok = sender.send(dest, _chunk(4, "汪"), key="k")
+    assert ok.platform_message_id is not None and fake_qq.texts("U5") == ["喵", "汪"]
