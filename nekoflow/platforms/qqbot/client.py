@@ -11,6 +11,7 @@ never the platform's message (free text) and never the token.
 
 A 2xx answer whose body carries a non-zero ``code`` is that error too: QQ sometimes answers
 HTTP 200 with ``{"code", "message"}``, and its error docs say 201/202 carry an error body.
+The documented frequency-limit codes (:data:`RATE_CODES`) are retried like a 429.
 """
 
 from __future__ import annotations
@@ -33,8 +34,16 @@ DUPLICATE_SEQ = 40054005
 IN_REVIEW = frozenset({304023, 304024})
 #: Token not valid any more (expired / revoked): fetch another and retry.
 TOKEN_CODES = frozenset({11241, 11242, 11243, 11244})
-#: Known permanent codes → our reason words.
+#: Frequency limits in QQ's docs: 22009 "msg limit exceed" (send message), 20028 (channel
+#: write limit), 1100100 (message rate-limited by risk control), 1100308 (guild rate limit).
+#: Retried later (Retry-After when given, else the delivery backoff); other 4xx are permanent.
+RATE_CODES = frozenset({22009, 20028, 1100100, 1100308})
+#: Known codes → our reason words.
 _KNOWN: dict[int, str] = {
+    22009: "message rate limit",
+    20028: "channel rate limit",
+    1100100: "message rate limit",
+    1100308: "guild rate limit",
     40034025: "passive reply count exceeded",
     40034028: "passive reply window passed",
     40054010: "passive reply window passed",
@@ -78,7 +87,7 @@ def classify(what: str, status: int, data: Any, retry_after: str | None) -> Exce
         return DuplicateSend(f"qqbot {what}: duplicate msg_seq", code=code)
     words = _KNOWN.get(code)
     reason = f"qqbot {what}: error {code}" + (f" ({words})" if words else "")
-    if status == 429 or code == 429:
+    if status == 429 or code == 429 or code in RATE_CODES:
         try:
             wait = float(retry_after) if retry_after else None
         except ValueError:

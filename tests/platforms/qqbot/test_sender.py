@@ -1,5 +1,6 @@
 """QQ bot sender against the loopback fake OpenAPI: the passive-reply window per chat type
-(C2C 60 min, group 5 min) and how the platform's answers become outcomes."""
+(C2C 60 min, group 5 min) and how the platform's answers become outcomes (error codes on 2xx,
+frequency-limit codes retried)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater
-from nekoflow.platforms.qqbot.client import QQBotClient, QQBotError, fetch_access_token
+from nekoflow.platforms.qqbot.client import (
+    RATE_CODES,
+    QQBotClient,
+    QQBotError,
+    classify,
+    fetch_access_token,
+)
 from nekoflow.platforms.qqbot.rules import reply_window
 from nekoflow.platforms.qqbot.sender import QQBotSender, make_qqbot_sender
 from nekoflow.platforms.qqbot.settings import QQBotSettings
@@ -113,3 +120,30 @@ def test_a_2xx_with_an_error_code_is_that_error(client: QQBotClient, fake_qq: Fa
     assert sender.send(dest, _chunk(3), key="k").platform_message_id is None
     ok = sender.send(dest, _chunk(4, "汪"), key="k")
     assert ok.platform_message_id is not None and fake_qq.texts("U5") == ["喵", "汪"]
+
+
+@pytest.mark.parametrize("code", sorted(RATE_CODES))
+def test_frequency_codes_are_retried_later(code: int) -> None:
+    for status in (400, 200, 429):
+        err = classify("v2", status, {"code": code, "message": "msg limit exceed"}, None)
+        assert isinstance(err, RetryLater) and err.retry_after is None  # delivery backoff
+    waited = classify("v2", 400, {"code": code}, "3")
+    assert isinstance(waited, RetryLater) and waited.retry_after == 3.0
+
+
+def test_other_4xx_stay_permanent() -> None:
+    for code in (304045, 304049, 304050, 40034028, 11255, 50006):  # quotas, window, bad request
+        err = classify("v2", 400, {"code": code}, None)
+        assert isinstance(err, QQBotError) and err.code == code
+
+
+def test_a_rate_limited_send_is_retried_then_sent(client: QQBotClient, fake_qq: FakeQQ) -> None:
+    sender = QQBotSender(client, clock=lambda: NOW)
+    dest = _dest("group", "G7", 0)
+    fake_qq.fail_next("G7", 400, 22009)
+    fake_qq.fail_next("G7", 200, 22009)
+    for _ in range(2):
+        with pytest.raises(RetryLater, match="error 22009 \\(message rate limit\\)"):
+            sender.send(dest, _chunk(), key="k")
+    sender.send(dest, _chunk(), key="k")
+    assert fake_qq.texts("G7") == ["喵"]
