@@ -1,7 +1,7 @@
 """A small Feishu Open API client over httpx (sync): tenant token, bot info, classified errors.
 
 Answers are ``{"code": 0, "msg": …, "data": …}``; a non-zero code or HTTP error becomes
-:class:`RetryLater` (HTTP 429 / code 99991400 / 230020 rate limits with the
+:class:`RetryLater` (HTTP 429 / code 99991400 / 230020 / 11232 rate limits with the
 ``x-ogw-ratelimit-reset`` wait, 5xx, timeouts, connection errors, a refused tenant token —
 dropped from the cache so the retry fetches another) or :class:`FeishuError` (permanent), with
 reasons in our own words plus the code — never the ``msg`` (free text) nor the token.
@@ -21,7 +21,9 @@ from nekoflow.platforms.transport import request_failure
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
 
-RATE_CODES = frozenset({99991400, 230020})
+#: Rate limits: 99991400 (gateway frequency limit, HTTP 429 or 400 on older APIs), 230020 (IM
+#: send frequency limit), 11232 (limit under system load at peak times, "频控策略" page).
+RATE_CODES = frozenset({99991400, 230020, 11232})
 TOKEN_CODES = frozenset({99991661, 99991663, 99991664, 99991665, 99991668, 99991671})
 _KNOWN: dict[int, str] = {
     230002: "bot not in the chat",

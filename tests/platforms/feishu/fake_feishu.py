@@ -8,7 +8,7 @@ unexpired token (else code 99991663) and deduplicates by ``uuid`` as Feishu does
 answers the first message again, nothing new is shown); ``POST /callback/ws/endpoint`` hands
 out the long-connection URL of :class:`~tests.platforms.feishu.fake_feishu_ws.FakeFeishuWS`
 (``state.ws_url``) with ``state.client_config`` (code 514 for wrong credentials). Errors
-(HTTP 429 + code 99991400 with ``x-ogw-ratelimit-reset``, codes such as 230002) can be
+(HTTP 429 + code 99991400 with ``x-ogw-ratelimit-reset``, 11232, codes such as 230002) can be
 scripted per replied-to message.
 """
 

@@ -49,6 +49,8 @@ def test_error_codes() -> None:
     limited = classify("im", 429, {"code": 99991400, "msg": "secret words"}, "3")
     assert isinstance(limited, RetryLater) and limited.retry_after == 3.0
     assert isinstance(classify("im", 400, {"code": 230020}, None), RetryLater)
+    peak = classify("im", 400, {"code": 11232, "msg": "frequency limited"}, "2")
+    assert isinstance(peak, RetryLater) and peak.retry_after == 2.0  # peak-time rate limit
     assert isinstance(classify("im", 503, None, None), RetryLater)
     gone = classify("im", 400, {"code": 230002, "msg": "secret words"}, None)
     assert isinstance(gone, FeishuError) and "bot not in the chat" in gone.reason
