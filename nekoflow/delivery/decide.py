@@ -33,10 +33,14 @@ def step_for_row(
     *,
     idempotent: bool,
     resend_unconfirmed: bool,
+    not_before: datetime | None = None,
 ) -> Step:
     """What to do with an outbox row found in ``status``.
 
     - settled or handed over: ``skip`` (never sent again);
+    - pending with ``not_before`` still ahead (a scheduled retry: the platform's retry_after or
+      backoff): ``wait`` until then, whoever runs the delivery (sweeper, next in line, broker
+      redelivery);
     - pending: ``send``;
     - sending with a live lease: another worker is on it, ``wait`` until the lease ends;
     - sending with an expired lease (its worker died mid-call): ``send`` again when the platform
@@ -44,6 +48,8 @@ def step_for_row(
       see :func:`step_when_unconfirmed`.
     """
     if status == ChunkStatus.pending:
+        if not_before is not None and not_before > now:
+            return Step("wait", delay=(not_before - now).total_seconds())
         return Step("send")
     if status == ChunkStatus.sending:
         if lease_until is not None and lease_until > now:

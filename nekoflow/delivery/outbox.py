@@ -94,6 +94,7 @@ def claim(engine: Engine, row: OutboxRow, lease_until: datetime) -> bool:
         status=ChunkStatus.sending.value,
         attempts=row.attempts + 1,
         lease_until=lease_until,
+        not_before=None,
     )
 
 
@@ -114,14 +115,16 @@ def mark_sent(
     )
 
 
-def release(engine: Engine, row_id: int, reason: str) -> None:
-    """A temporary failure: back to pending with the reason, to be tried again."""
+def release(engine: Engine, row_id: int, reason: str, not_before: datetime | None = None) -> None:
+    """A temporary failure: back to pending with the reason, to be tried again no earlier than
+    ``not_before`` (the platform's retry_after or the backoff; None: at once)."""
     _update_row(
         engine,
         row_id,
         [col(OutboxRow.status) == ChunkStatus.sending.value],
         status=ChunkStatus.pending.value,
         lease_until=None,
+        not_before=not_before,
         error=reason[:500],
     )
 

@@ -38,7 +38,7 @@ from nekoflow.delivery.decide import (
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter, NoRateLimiter, RateLimiter
 from nekoflow.delivery.registry import destination_for, rate_limits_for, sender_for
 from nekoflow.delivery.settings import DeliverySettings, get_delivery_settings
-from nekoflow.delivery.tables import DeliveryStatus
+from nekoflow.delivery.tables import ChunkStatus, DeliveryStatus
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun, TurnStatus
 from nekoflow.turns import store
@@ -155,11 +155,14 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
             deps.now(),
             idempotent=idempotent,
             resend_unconfirmed=deps.delivery.resend_unconfirmed,
+            not_before=row.not_before,
         )
         if step.kind == "skip":
             continue
         if step.kind == "wait":
-            return Outcome("retry", reason=f"chunk {row.idx} held by a worker", delay=step.delay)
+            held = row.status == ChunkStatus.sending
+            why = "held by a worker" if held else "waits for its retry time"
+            return Outcome("retry", reason=f"chunk {row.idx} {why}", delay=step.delay)
         if step.kind == "unknown":
             log.warning("turn %s chunk %d: worker lost mid-send, not re-sent", turn_id, row.idx)
             if not outbox.mark_unknown(deps.engine, row):
@@ -215,13 +218,15 @@ def _retry(
         reason = f"chunk {index}: gave up after {attempt} attempt(s): {reason}"
         outbox.mark_failed(deps.engine, row_id, reason)
         return _fail(deps, turn_id, reason)
-    outbox.release(deps.engine, row_id, reason)
     delay = retry_delay(
         attempt,
         retry_after=retry_after,
         base=deps.delivery.backoff_base,
         cap=deps.delivery.backoff_max,
     )
+    # stored on the row, not only in the task's countdown: any other run of this delivery (the
+    # sweeper, next_in_line, a broker redelivery) waits too instead of sending too early
+    outbox.release(deps.engine, row_id, reason, deps.now() + timedelta(seconds=delay))
     log.warning("turn %s chunk %d: %s, retrying in %.1fs", turn_id, index, reason, delay)
     return Outcome("retry", reason=reason, delay=delay)
 

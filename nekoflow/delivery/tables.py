@@ -70,6 +70,8 @@ class OutboxRow(SQLModel, table=True):
     status: str = Field(default=ChunkStatus.pending.value, max_length=16)
     attempts: int = 0
     lease_until: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    #: Earliest time a pending row may be sent again (a scheduled retry; None: at once).
+    not_before: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     platform_message_id: str | None = Field(default=None, max_length=128)
     error: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = Field(

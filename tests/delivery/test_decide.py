@@ -41,6 +41,22 @@ def test_step_for_row(status, lease, idempotent, resend, kind) -> None:
         assert step.delay == 5.0
 
 
+@pytest.mark.parametrize(
+    ("status", "not_before", "kind", "delay"),
+    [
+        ("pending", NOW + timedelta(seconds=30), "wait", 30.0),
+        ("pending", NOW, "send", 0.0),
+        ("pending", NOW - timedelta(seconds=1), "send", 0.0),
+        ("sent", NOW + timedelta(seconds=30), "skip", 0.0),
+    ],
+)
+def test_pending_row_waits_for_its_not_before(status, not_before, kind, delay) -> None:
+    step = step_for_row(
+        status, None, NOW, idempotent=False, resend_unconfirmed=False, not_before=not_before
+    )
+    assert (step.kind, step.delay) == (kind, delay)
+
+
 def test_retry_delay_honours_retry_after_and_caps_backoff() -> None:
     rng = random.Random(1)
     assert retry_delay(1, retry_after=7, base=1, cap=60, rng=rng) == 7.0

@@ -46,6 +46,12 @@ def _turn(deps, update, **kw) -> str:
     return handle.turn_id
 
 
+def _later(dd: DeliveryDeps, seconds: float) -> None:
+    """Move the deliver stage's clock on by ``seconds`` (past a chunk's stored retry time)."""
+    before = dd.now
+    dd.now = lambda: before() + timedelta(seconds=seconds)
+
+
 def _rows(engine, turn_id: str) -> list[OutboxRow]:
     return outbox.rows_for(engine, turn_id)
 
@@ -88,6 +94,9 @@ def test_429_retry_after_is_honoured(deps, tg_env, fake_tg: FakeBotApi) -> None:
     assert "429" in first.reason and "Too Many" not in first.reason
     row = _rows(deps.engine, turn_id)[0]
     assert (row.status, row.attempts) == ("pending", 1)
+    early = deliver_turn(dd, turn_id)  # another run inside retry_after waits, sends nothing
+    assert early.kind == "retry" and 0 < early.delay <= 3.0 and fake_tg.sent(5001) == []
+    _later(dd, 3)
     assert deliver_turn(dd, turn_id).kind == "done"
     assert len(fake_tg.sent(5001)) == len(store.get_run(deps.engine, turn_id).rendered)
     assert _rows(deps.engine, turn_id)[0].attempts == 2
@@ -122,6 +131,7 @@ def test_server_errors_back_off_then_give_up(deps, tg_env, fake_tg: FakeBotApi) 
     for _ in range(2):
         outcome = deliver_turn(dd, turn_id)
         assert outcome.kind == "retry" and 0 < outcome.delay <= 0.2
+        _later(dd, outcome.delay)
     outcome = deliver_turn(dd, turn_id)
     assert outcome.kind == "failed"
     run = store.get_run(deps.engine, turn_id)
@@ -174,6 +184,7 @@ def test_answer_after_the_read_timeout_is_not_sent_again(
     assert "你好" not in (first.error or "") and "/bot" not in (first.error or "")
     if resend:
         assert outcome.kind == "retry" and first.status == "pending"
+        _later(dd, outcome.delay)
         assert deliver_turn(dd, turn_id).kind == "done"
         assert len(fake_tg.sent(chat)) == len(rendered) + 1  # chunk 0 went out twice
         return
@@ -200,6 +211,7 @@ def test_refused_connection_is_retried(
     assert (row.status, row.attempts) == ("pending", 1)
     monkeypatch.setenv("NEKOFLOW_TELEGRAM_API_BASE_URL", fake_tg.url)
     reset_caches()
+    _later(dd, outcome.delay)
     assert deliver_turn(dd, turn_id).kind == "done"
     assert [p["text"] for p in fake_tg.sent(8201)] == [m["content"] for m in rendered]
 
