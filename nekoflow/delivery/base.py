@@ -87,8 +87,9 @@ class RetryLater(DeliveryError):
 
 class Unconfirmed(RetryLater):
     """The request may have reached the platform (read or write timeout, connection lost after
-    the request went out): sent again only where the platform deduplicates or the operator
-    chose at least once, else the chunk is recorded ``unknown``."""
+    the request went out, an answer whose code does not say "not sent"): sent again only where
+    the platform deduplicates or the operator chose at least once, else the chunk is recorded
+    ``unknown``."""
 
 
 class PermanentFailure(DeliveryError):

@@ -210,6 +210,32 @@ def confirm_failed(engine: Engine, key: str, reason: str) -> bool:
     return True
 
 
+def confirm_unknown(engine: Engine, key: str, reason: str) -> bool:
+    """A gateway got an answer that does not say whether a handed-over chunk was sent (the
+    platform cannot deduplicate): record it ``unknown``, never resent; False when the key names
+    no unsettled chunk."""
+    turn_id, index = parse_key(key)
+    stmt = (
+        update(OutboxRow)
+        .where(
+            col(OutboxRow.turn_id) == turn_id,
+            col(OutboxRow.idx) == index,
+            col(OutboxRow.status).in_([ChunkStatus.handed_over.value, ChunkStatus.sending.value]),
+        )
+        .values(
+            status=ChunkStatus.unknown.value,
+            updated_at=utcnow(),
+            lease_until=None,
+            error=f"{reason}; may have arrived, not re-sent"[:500],
+        )
+    )
+    with Session(engine) as s:
+        res = s.exec(stmt)  # type: ignore[call-overload]
+        s.commit()
+    settle(engine, turn_id)
+    return bool(res.rowcount)
+
+
 def set_delivery(engine: Engine, turn_id: str, status: str | None, reason: str | None) -> None:
     """Write the turn's delivery status and reason (and touch it for the sweeper)."""
     stmt = (

@@ -11,11 +11,13 @@ Out: deliver tasks queue each chunk's ``send_msg`` in the bot's Redis stream (se
 :mod:`nekoflow.platforms.onebot.sender`). While a bot's Universal/API socket is connected, the
 gateway reads that stream in the consumer group ``gateway``, sends each action with
 ``echo`` = the chunk key, waits for the response, records it in the outbox (``confirm_sent``
-with the message id, or ``confirm_failed``) and only then acknowledges the entry. After a
-restart it first re-reads its unacknowledged entries, skipping chunks the outbox already records
-as sent or failed. Entries wait in the stream while the bot is offline. Limit: an action whose
-echo was lost (gateway killed or socket dropped after sending, before the answer was recorded)
-is sent again when the bot reconnects — OneBot has no idempotency key.
+with the message id, ``confirm_failed``, or ``confirm_unknown`` for an implementation-defined
+failure retcode, which does not say the message was not sent) and only then acknowledges the
+entry. After a restart it first re-reads its unacknowledged entries, skipping chunks the outbox
+already records as sent, failed or unknown. Entries wait in the stream while the bot is
+offline. Limit: an action whose echo was lost (gateway killed or socket dropped after sending,
+before the answer was recorded) is sent again when the bot reconnects — OneBot has no
+idempotency key.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from nekoflow.delivery import outbox
-from nekoflow.delivery.tables import ChunkStatus
+from nekoflow.delivery.settings import get_delivery_settings
+from nekoflow.delivery.tables import SETTLED
 from nekoflow.errors import InputError
 from nekoflow.platforms.onebot.protocol import (
     bearer,
@@ -81,12 +84,19 @@ class OneBotGateway:
         submit: Submit,
         *,
         prefix: str = "nekoflow",
+        resend_unconfirmed: bool | None = None,
     ) -> None:
         self.engine = engine
         self.redis = client
         self.settings = settings
         self.submit = submit
         self.prefix = prefix
+        #: resend a chunk whose answer does not say whether it was sent (at least once)
+        self.resend_unconfirmed = (
+            get_delivery_settings().resend_unconfirmed
+            if resend_unconfirmed is None
+            else resend_unconfirmed
+        )
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.sent = 0
@@ -222,7 +232,7 @@ class OneBotGateway:
     ) -> None:
         key = fields.get("key", "")
         status = await asyncio.to_thread(chunk_status, self.engine, key)
-        if status is None or status in (ChunkStatus.sent.value, ChunkStatus.failed.value):
+        if status is None or status in SETTLED:
             await asyncio.to_thread(self._ack, stream, entry_id)  # done before (or not ours)
             return
         try:
@@ -249,6 +259,10 @@ class OneBotGateway:
             if verdict.kind == "sent":
                 await asyncio.to_thread(outbox.confirm_sent, self.engine, key, verdict.message_id)
                 self.sent += 1
+                break
+            if verdict.kind == "unconfirmed" and not self.resend_unconfirmed:
+                log.warning("onebot chunk %s: %s, not re-sent", key, verdict.reason)
+                await asyncio.to_thread(outbox.confirm_unknown, self.engine, key, verdict.reason)
                 break
             if verdict.kind == "failed" or attempt == MAX_RETRIES:
                 reason = (

@@ -19,7 +19,10 @@ from nekoflow.delivery.base import Chunk, Destination, PermanentFailure
 ROLES = frozenset({"universal", "event", "api"})
 
 #: retcodes that retrying cannot fix: OneBot's 1400/1401/1403/1404, go-cqhttp's 100/102/103/104
-#: and NapCat's generic 200/201 (a rejected message; resending could duplicate it).
+#: and NapCat's generic 200/201 (a rejected message; resending could duplicate it). Any other
+#: non-zero retcode is implementation-defined (OneBot v11 ``api/public.md``: ``failed`` with a
+#: retcode other than 0/1, see the implementation's logs) and does not say the message was not
+#: sent — NapCat/Lagrange answer e.g. -1 or 1200 when the send timed out inside the client.
 PERMANENT_RETCODES = frozenset({100, 102, 103, 104, 200, 201, 1400, 1401, 1403, 1404})
 
 
@@ -102,9 +105,10 @@ def _num(value: str) -> int | str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What an action response means: ``sent`` (with the message id), ``retry`` or ``failed``."""
+    """What an action response means: ``sent`` (with the message id), ``unconfirmed`` (an
+    implementation-defined failure retcode: maybe sent), ``retry`` or ``failed``."""
 
-    kind: Literal["sent", "retry", "failed"]
+    kind: Literal["sent", "unconfirmed", "retry", "failed"]
     message_id: str | None = None
     reason: str = ""
 
@@ -120,5 +124,7 @@ def judge(response: Mapping[str, Any]) -> Verdict:
     if isinstance(retcode, int) and not isinstance(retcode, bool):
         if retcode in PERMANENT_RETCODES:
             return Verdict("failed", reason=f"onebot retcode {retcode}")
-        return Verdict("retry", reason=f"onebot retcode {retcode}")
+        # answered, but with an implementation-defined code: not a "not sent", so never resend
+        # blindly (send_msg has no idempotency key)
+        return Verdict("unconfirmed", reason=f"onebot retcode {retcode}")
     return Verdict("retry", reason="onebot response without retcode")

@@ -7,7 +7,8 @@
   stream at most once, so a retried or redelivered deliver task never queues a chunk twice.
 * ``http`` bots: ``POST {http_api_url}/send_msg`` with ``Authorization: Bearer <token>``;
   HTTP status and ``retcode`` map to :class:`RetryLater` / :class:`PermanentFailure`; a timeout
-  or lost connection after the request went out is :class:`Unconfirmed` (not resent: no key).
+  or lost connection after the request went out, or an implementation-defined failure retcode
+  (e.g. -1, 1200), is :class:`Unconfirmed` (not resent unless chosen: no key).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from nekoflow.delivery.base import (
     RateLimit,
     RetryLater,
     SendResult,
+    Unconfirmed,
 )
 from nekoflow.platforms.onebot.protocol import judge, send_msg
 from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings, get_onebot_settings
@@ -152,6 +154,8 @@ class HttpSender:
         verdict = judge(body)
         if verdict.kind == "failed":
             raise PermanentFailure(verdict.reason)
+        if verdict.kind == "unconfirmed":
+            raise Unconfirmed(verdict.reason)
         if verdict.kind == "retry":
             raise RetryLater(verdict.reason)
         return SendResult(platform_message_id=verdict.message_id)

@@ -137,8 +137,10 @@ def make_gateway(
     def submit(event: dict, self_id: str) -> None:
         submitted.append((event, self_id))
 
-    def make(settings: OneBotSettings | None = None) -> GatewayThread:
-        gw = OneBotGateway(engine, redis_client, settings or ob_settings(), submit, prefix=PREFIX)
+    def make(settings: OneBotSettings | None = None, **kw: Any) -> GatewayThread:
+        gw = OneBotGateway(
+            engine, redis_client, settings or ob_settings(), submit, prefix=PREFIX, **kw
+        )
         thread = GatewayThread(gw)
         started.append(thread)
         return thread

@@ -170,21 +170,41 @@ def test_restart_skips_chunks_already_recorded_as_sent(
         fake.close()
 
 
-def test_retcodes_fail_or_retry(
+def test_retcodes_fail_or_are_unconfirmed(
     make_gateway, deps, engine: Engine, redis_client: redis.Redis
 ) -> None:
-    turn_id = _turn_with_chunks(deps, engine, redis_client, ["重试", "被拒"])
-    answers = iter([1500, 0, 1404])  # a temporary error, then ok; then a permanent error
-    gw = make_gateway()
+    """An implementation-defined retcode (1200) may mean sent: recorded unknown, not resent;
+    1404 is permanent."""
+    turn_id = _turn_with_chunks(deps, engine, redis_client, ["也许", "好的", "被拒"])
+    answers = iter([1200, 0, 1404])
+    gw = make_gateway(resend_unconfirmed=False)
     fake = FakeNapCat(gw.url, BOT, TOKEN, answer=lambda action: next(answers))
     try:
         assert until(lambda: get_run(engine, turn_id).delivery_status == "failed")
         rows = outbox.rows_for(engine, turn_id)
-        assert [r.status for r in rows] == ["sent", "failed"]
-        assert rows[1].error == "onebot retcode 1404"
-        assert fake.texts() == ["重试", "重试", "被拒"]
+        assert [r.status for r in rows] == ["unknown", "sent", "failed"]
+        assert rows[0].error == "onebot retcode 1200; may have arrived, not re-sent"
+        assert rows[2].error == "onebot retcode 1404"
+        assert fake.texts() == ["也许", "好的", "被拒"]  # each sent once
+        assert until(lambda: redis_client.xlen(stream_key(PREFIX, BOT)) == 0)
         reason = get_run(engine, turn_id).delivery_reason
-        assert reason == "chunk 1: onebot retcode 1404"
+        assert reason == "chunk 2: onebot retcode 1404"
+    finally:
+        fake.close()
+
+
+def test_unconfirmed_retcode_is_resent_when_chosen(
+    make_gateway, deps, engine: Engine, redis_client: redis.Redis
+) -> None:
+    """NEKOFLOW_DELIVERY_RESEND_UNCONFIRMED=true (at least once): 1200 is sent again."""
+    turn_id = _turn_with_chunks(deps, engine, redis_client, ["再来"])
+    answers = iter([1200, 0])
+    gw = make_gateway(resend_unconfirmed=True)
+    fake = FakeNapCat(gw.url, BOT, TOKEN, answer=lambda action: next(answers))
+    try:
+        assert until(lambda: get_run(engine, turn_id).delivery_status == "sent")
+        assert [r.status for r in outbox.rows_for(engine, turn_id)] == ["sent"]
+        assert fake.texts() == ["再来", "再来"]
     finally:
         fake.close()
 

@@ -89,7 +89,11 @@ def test_send_msg_params() -> None:
         ({"status": "failed", "retcode": 1401}, "failed", None),
         ({"status": "failed", "retcode": 100}, "failed", None),
         ({"status": "failed", "retcode": 200}, "failed", None),
-        ({"status": "failed", "retcode": 1500}, "retry", None),
+        # implementation-defined (NapCat/Lagrange: -1, 1200 on a send that timed out inside the
+        # client): maybe sent, never resent blindly
+        ({"status": "failed", "retcode": 1500}, "unconfirmed", None),
+        ({"status": "failed", "retcode": 1200}, "unconfirmed", None),
+        ({"status": "failed", "retcode": -1}, "unconfirmed", None),
         ({"status": "failed"}, "retry", None),
     ],
 )
@@ -152,10 +156,13 @@ def test_http_sender_sends_and_classifies(api: FakeHttpApi) -> None:
     result = sender.send(GROUP, _text(0, "你好"), key="t:0")
     assert result.platform_message_id and not result.handed_over
     assert api.calls[0]["params"]["group_id"] == 777
-    api.script = [(500, 0), (429, 0), (200, 1500), (200, 1404), (403, 0)]
-    for _ in range(3):
-        with pytest.raises(RetryLater):
+    api.script = [(500, 0), (429, 0), (200, 1200), (200, 1404), (403, 0)]
+    for _ in range(2):
+        with pytest.raises(RetryLater) as err:
             sender.send(GROUP, _text(1, "x"), key="t:1")
+        assert not isinstance(err.value, Unconfirmed)  # HTTP 5xx/429: not processed, retried
+    with pytest.raises(Unconfirmed, match="retcode 1200"):  # answered, maybe sent
+        sender.send(GROUP, _text(1, "x"), key="t:1")
     with pytest.raises(PermanentFailure, match="retcode 1404"):
         sender.send(GROUP, _text(1, "x"), key="t:1")
     with pytest.raises(PermanentFailure, match="HTTP 403"):
