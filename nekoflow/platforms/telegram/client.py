@@ -2,12 +2,13 @@
 
 Every method is ``POST {api_base_url}/bot{token}/{method}`` with a JSON body; the answer is
 ``{"ok": true, "result": …}`` or ``{"ok": false, "error_code": …, "description": …,
-"parameters": {"retry_after": …}}``. Errors become :class:`~nekoflow.delivery.base.RetryLater`
-(429 with ``retry_after``, 5xx, a request that never went out),
-:class:`~nekoflow.delivery.base.Unconfirmed` (a read timeout or lost answer: it may have been
-sent) or :class:`~nekoflow.delivery.base.PermanentFailure` (400 chat not found, 403 blocked, 401 bad
-token…), with reasons in our own words plus the error code: never the description (free text)
-and never the URL (it holds the token).
+"parameters": {"retry_after": …, "migrate_to_chat_id": …}}``. Errors become
+:class:`~nekoflow.delivery.base.RetryLater` (429 with ``retry_after``, 5xx, a request that never
+went out), :class:`~nekoflow.delivery.base.Unconfirmed` (a read timeout or lost answer: it may
+have been sent) or :class:`~nekoflow.delivery.base.PermanentFailure` (400 chat not found, 403
+blocked, 401 bad token…; a 400 with ``migrate_to_chat_id`` carries that supergroup id for the
+sender to resend to), with reasons in our own words plus the error code: never the description
+(free text), never the new chat id, and never the URL (it holds the token).
 
 httpx was chosen for its explicit timeouts, connection pooling and pluggable transports; it is
 already a dependency (the OpenAI SDK uses it).
@@ -46,11 +47,15 @@ _KNOWN: tuple[tuple[str, str], ...] = (
 
 
 class TelegramError(PermanentFailure):
-    """A Bot API call failed for good (carries the error code)."""
+    """A Bot API call failed for good (carries the error code and, when a group was upgraded to
+    a supergroup, the supergroup's chat id from ``parameters.migrate_to_chat_id``)."""
 
-    def __init__(self, reason: str, *, code: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, code: int | None = None, migrate_to_chat_id: int | None = None
+    ) -> None:
         super().__init__(reason)
         self.code = code
+        self.migrate_to_chat_id = migrate_to_chat_id
 
 
 def classify(method: str, status: int, data: Any) -> Exception:
@@ -68,6 +73,11 @@ def classify(method: str, status: int, data: Any) -> Exception:
         return RetryLater(reason, retry_after=float(retry_after) if ok else None)
     if code >= 500 or code == 408:
         return RetryLater(reason)
+    migrate = params.get("migrate_to_chat_id")
+    if isinstance(migrate, int) and not isinstance(migrate, bool):
+        if not words:
+            reason += " (group migrated to a supergroup)"
+        return TelegramError(reason, code=code, migrate_to_chat_id=migrate)
     return TelegramError(reason, code=code)
 
 

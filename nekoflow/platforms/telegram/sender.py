@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from nekoflow.delivery.base import (
@@ -11,10 +12,15 @@ from nekoflow.delivery.base import (
     RateLimit,
     SendResult,
 )
-from nekoflow.platforms.telegram.client import BotApiClient
+from nekoflow.platforms.telegram.client import BotApiClient, TelegramError
 from nekoflow.platforms.telegram.settings import TelegramSettings, get_telegram_settings
 
 PLATFORM = "telegram"
+
+log = logging.getLogger(__name__)
+
+#: How many group → supergroup migrations a sender remembers (a bound, not a cache policy).
+_MAX_MIGRATIONS = 1024
 
 
 def telegram_destination(request: Any, bot: str | None) -> Destination | None:
@@ -49,25 +55,36 @@ def telegram_limits(dest: Destination) -> list[RateLimit]:
     return limits
 
 
-def _chat_id(dest: Destination) -> int | str:
+def _chat_id(chat_id: str) -> int | str:
     try:
-        return int(dest.chat_id)
+        return int(chat_id)
     except ValueError:
-        return dest.chat_id  # "@channelusername"
+        return chat_id  # "@channelusername"
 
 
 class TelegramSender:
     """Sends chunks through one bot's Bot API client (``sendMessage`` without parse mode, so
-    the text arrives exactly as written)."""
+    the text arrives exactly as written).
+
+    A group upgraded to a supergroup answers 400 with ``parameters.migrate_to_chat_id``
+    (https://core.telegram.org/bots/api#responseparameters): the chunk is sent once more to that
+    id, and the sender remembers the move so the reply's later chunks (and typing) go there too.
+    """
 
     #: Telegram has no idempotency key for sendMessage.
     idempotent = False
 
     def __init__(self, client: BotApiClient) -> None:
         self.client = client
+        #: Old group chat id → its supergroup's chat id, learned from migrate answers.
+        self.migrated: dict[str, int] = {}
+
+    def _target(self, dest: Destination) -> int | str:
+        moved = self.migrated.get(dest.chat_id)
+        return moved if moved is not None else _chat_id(dest.chat_id)
 
     def _common(self, dest: Destination, chunk: Chunk) -> dict[str, Any]:
-        params: dict[str, Any] = {"chat_id": _chat_id(dest)}
+        params: dict[str, Any] = {"chat_id": self._target(dest)}
         if dest.thread_id:
             params["message_thread_id"] = int(dest.thread_id)
         if dest.reply_to and chunk.index == 0:
@@ -79,6 +96,21 @@ class TelegramSender:
 
     def send(self, dest: Destination, chunk: Chunk, *, key: str) -> SendResult:
         """Send one chunk; the message id comes back as ``platform_message_id``."""
+        try:
+            return self._send(dest, chunk)
+        except TelegramError as exc:
+            new_id = exc.migrate_to_chat_id
+            if new_id is None or self.migrated.get(dest.chat_id) == new_id:
+                raise
+            if len(self.migrated) >= _MAX_MIGRATIONS:
+                self.migrated.clear()
+            self.migrated[dest.chat_id] = new_id
+            log.warning(
+                "telegram chunk %d: group migrated to a supergroup, resent there", chunk.index
+            )
+            return self._send(dest, chunk)
+
+    def _send(self, dest: Destination, chunk: Chunk) -> SendResult:
         params = self._common(dest, chunk)
         if chunk.kind == "text":
             text = str(chunk.payload.get("content") or chunk.payload.get("text") or "")
@@ -99,7 +131,7 @@ class TelegramSender:
 
     def typing(self, dest: Destination) -> None:
         """``sendChatAction`` typing (shown for about 5 s or until the reply arrives)."""
-        params: dict[str, Any] = {"chat_id": _chat_id(dest), "action": "typing"}
+        params: dict[str, Any] = {"chat_id": self._target(dest), "action": "typing"}
         if dest.thread_id:
             params["message_thread_id"] = int(dest.thread_id)
         self.client.call("sendChatAction", params, timeout=5.0)

@@ -2,13 +2,15 @@
 
 ``POST /bot<token>/<method>`` with a JSON body answers ``{"ok": true, "result": …}`` or
 ``{"ok": false, "error_code": …, "description": …, "parameters": {"retry_after": …}}`` like
-api.telegram.org: 401 for an unknown token, 403 "Forbidden: bot was blocked by the user",
-400 "Bad Request: chat not found", 429 "Too Many Requests: retry after N" — scripted per chat,
-or automatically when a chat gets more messages than ``flood_limit`` in one second (as Telegram
-does). ``getUpdates`` serves queued updates with offset semantics and long polling; ``hold``
-keeps the answer to the next sendMessage of a chat until released (to kill a worker mid-call);
-``answer_late`` delivers the next one but answers it only after a delay (a slow platform: the
-client's read timeout fires although the message went out).
+api.telegram.org: 401 for an unknown token, 403 "Forbidden: bot was blocked by the user", 400
+"Bad Request: chat not found", 400 "group chat was upgraded to a supergroup chat" with
+``parameters.migrate_to_chat_id`` for a migrated group (``migrate``), 429 "Too Many Requests:
+retry after N" — scripted per chat, or automatically when a chat gets more messages than
+``flood_limit`` in one second (as Telegram does). ``getUpdates`` serves queued updates with
+offset semantics and long polling; ``hold`` keeps the answer to the next sendMessage of a chat
+until released (to kill a worker mid-call); ``answer_late`` delivers the next one but answers
+it only after a delay (a slow platform: the client's read timeout fires although the message
+went out).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class FakeState:
     )
     blocked: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
+    #: Groups upgraded to a supergroup: old chat id → the supergroup's chat id.
+    migrated: dict[str, int] = field(default_factory=dict)
     #: Chats whose next sendMessage is recorded, then answered only after ``release``.
     holds: dict[str, threading.Event] = field(default_factory=dict)
     held: dict[str, threading.Event] = field(default_factory=dict)
@@ -112,6 +116,12 @@ class FakeBotApi:
         """Answer the next sendMessage to ``chat_id`` with this error (queued in order)."""
         with self.state.lock:
             self.state.scripted[str(chat_id)].append((code, description, parameters))
+
+    def migrate(self, chat_id: str | int, new_chat_id: int) -> None:
+        """Upgrade group ``chat_id`` to a supergroup: every later send there answers 400 with
+        ``parameters.migrate_to_chat_id`` (as the Bot API does)."""
+        with self.state.lock:
+            self.state.migrated[str(chat_id)] = new_chat_id
 
     def hold(self, chat_id: str) -> threading.Event:
         """Hold the answer to the next sendMessage of ``chat_id``; returns the event set once
@@ -213,6 +223,12 @@ def _send(state: FakeState, params: dict[str, Any], now: float) -> tuple[int, An
             return _error(400, "Bad Request: chat not found")
         if chat in state.blocked:
             return _error(403, "Forbidden: bot was blocked by the user")
+        if chat in state.migrated:
+            return _error(
+                400,
+                "Bad Request: group chat was upgraded to a supergroup chat",
+                migrate_to_chat_id=state.migrated[chat],
+            )
         if state.scripted[chat]:
             code, description, parameters = state.scripted[chat].popleft()
             return _error(code, description, **parameters)

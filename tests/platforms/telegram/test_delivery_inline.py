@@ -1,5 +1,6 @@
 """The deliver stage against the loopback Bot API, in this process (real SQL, real HTTP):
-exactly once, reply target and forum topic, 429 retry_after, 403/400 permanent, 5xx backoff,
+exactly once, reply target and forum topic, 429 retry_after, 403/400 permanent, a group
+upgraded to a supergroup (resent to the new id), 5xx backoff,
 a send left in flight by a dead worker, an answer after the read timeout (not re-sent unless
 chosen), a refused connection (retried), deliver=False, order per conversation, typing."""
 
@@ -11,6 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from nekoflow.delivery import outbox
+from nekoflow.delivery.base import Chunk, Destination
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
 from nekoflow.delivery.runner import (
     DeliveryDeps,
@@ -22,11 +24,13 @@ from nekoflow.delivery.runner import (
 )
 from nekoflow.delivery.settings import DeliverySettings
 from nekoflow.delivery.tables import OutboxRow
+from nekoflow.platforms.telegram.client import BotApiClient
+from nekoflow.platforms.telegram.sender import TelegramSender
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
-from tests.platforms.telegram.conftest import reset_caches, tg_update
+from tests.platforms.telegram.conftest import TOKEN, reset_caches, tg_update
 from tests.platforms.telegram.fake_botapi import FakeBotApi
 
 
@@ -121,6 +125,52 @@ def test_permanent_errors_end_delivery_not_the_turn(
     assert fake_tg.sent(6001) == []
     assert deliver_turn(_deliver_deps(deps), turn_id).kind == "done"  # settled: nothing more
     assert len(fake_tg.calls("sendMessage")) == 1
+
+
+def test_group_upgraded_to_a_supergroup_gets_the_reply_at_its_new_id(
+    deps, tg_env, fake_tg: FakeBotApi
+) -> None:
+    turn_id = _turn(deps, tg_update(-6101, "你好", chat_type="group", reply_to_bot=True))
+    fake_tg.migrate(-6101, -1006101)
+    assert deliver_turn(_deliver_deps(deps), turn_id).kind == "done"
+    rendered = store.get_run(deps.engine, turn_id).rendered
+    assert fake_tg.sent(-6101) == []
+    assert fake_tg.texts(-1006101) == [m["content"] for m in rendered]
+    # only the first chunk met the old id; the rest went straight to the supergroup
+    to_old = [c for c in fake_tg.calls("sendMessage") if c.params["chat_id"] == -6101]
+    assert len(to_old) == 1
+    rows = _rows(deps.engine, turn_id)
+    assert [r.status for r in rows] == ["sent"] * len(rendered)
+    assert store.get_run(deps.engine, turn_id).delivery_status == "sent"
+
+
+def test_later_chunks_of_a_migrated_group_go_straight_to_the_supergroup(
+    fake_tg: FakeBotApi,
+) -> None:
+    fake_tg.migrate(-6301, -1006301)
+    sender = TelegramSender(BotApiClient(TOKEN, base_url=fake_tg.url))
+    dest = Destination(platform="telegram", chat_type="group", chat_id="-6301", reply_to="5")
+    for i in range(3):
+        chunk = Chunk(index=i, payload={"type": "text", "content": f"第{i}句"})
+        assert sender.send(dest, chunk, key=f"t:{i}").platform_message_id
+    sender.typing(dest)
+    assert fake_tg.texts(-1006301) == ["第0句", "第1句", "第2句"]
+    assert [c.params["chat_id"] for c in fake_tg.calls("sendMessage")] == [-6301] + [-1006301] * 3
+    assert fake_tg.calls("sendChatAction")[0].params["chat_id"] == -1006301
+
+
+def test_migrate_answer_from_the_new_id_is_not_followed_again(
+    deps, tg_env, fake_tg: FakeBotApi
+) -> None:
+    turn_id = _turn(deps, tg_update(-6201, "你好", chat_type="group", reply_to_bot=True))
+    fake_tg.migrate(-6201, -1006201)
+    fake_tg.migrate(-1006201, -1006202)  # a broken chain: resend once, then fail for good
+    assert deliver_turn(_deliver_deps(deps), turn_id).kind == "failed"
+    reason = store.get_run(deps.engine, turn_id).delivery_reason
+    assert "group migrated to a supergroup" in reason
+    assert "6201" not in reason and "upgraded" not in reason
+    assert len(fake_tg.calls("sendMessage")) == 2
+    assert fake_tg.sent(-1006202) == []
 
 
 def test_server_errors_back_off_then_give_up(deps, tg_env, fake_tg: FakeBotApi) -> None:
