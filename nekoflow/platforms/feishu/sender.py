@@ -1,19 +1,26 @@
 """Feishu sender and destination: a turn's chunk → a reply to the triggering message
-(``/open-apis/im/v1/messages/{message_id}/reply``), text or post, idempotent by ``uuid``."""
+(``/open-apis/im/v1/messages/{message_id}/reply``), text or post, idempotent by ``uuid``; a
+plain send to the chat when the user recalled that message (code 230011)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx
 
 from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RateLimit, SendResult
-from nekoflow.platforms.feishu.client import FeishuClient, fetch_tenant_token
+from nekoflow.platforms.feishu.client import FeishuClient, FeishuError, fetch_tenant_token
 from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings, get_feishu_settings
 from nekoflow.platforms.tokens import LocalTokenCache, RedisTokenCache, TokenCache
 
 PLATFORM = "feishu"
+
+log = logging.getLogger(__name__)
+
+#: "The message is recalled": the reply target was withdrawn by its sender.
+RECALLED = 230011
 
 
 def feishu_destination(request: Any, bot: str | None) -> Destination | None:
@@ -63,7 +70,9 @@ def reply_format(app: FeishuApp) -> str:
 
 
 class FeishuSender:
-    """Sends chunks as replies through one app's client."""
+    """Sends chunks as replies through one app's client (to the chat itself when the message
+    replied to was recalled: the reply API refuses it with code 230011, the send API does not
+    need it)."""
 
     #: Feishu deduplicates sends carrying the same ``uuid`` for an hour: a chunk a dead worker
     #: left in flight is sent again with the same uuid and arrives once.
@@ -82,16 +91,26 @@ class FeishuSender:
             return SendResult(platform_message_id=None)
         msg_type, content = message_content(text, self.fmt)
         body: dict[str, Any] = {"msg_type": msg_type, "content": content, "uuid": key[:50]}
+        data: Any = None
         if dest.reply_to:
-            if dest.thread_id:
-                body["reply_in_thread"] = True
+            reply = body | ({"reply_in_thread": True} if dest.thread_id else {})
+            try:
+                data = self.client.call(
+                    "POST", f"/open-apis/im/v1/messages/{dest.reply_to}/reply", reply
+                )
+            except FeishuError as exc:
+                if exc.code != RECALLED:
+                    raise
+                log.warning(
+                    "feishu chunk %d: replied-to message recalled, sent to the chat", chunk.index
+                )
+                dest = dest.model_copy(update={"reply_to": None})
+        if not dest.reply_to:  # same uuid: a resent fallback still arrives once
             data = self.client.call(
-                "POST", f"/open-apis/im/v1/messages/{dest.reply_to}/reply", body
-            )
-        else:
-            body["receive_id"] = dest.chat_id
-            data = self.client.call(
-                "POST", "/open-apis/im/v1/messages", body, receive_id_type="chat_id"
+                "POST",
+                "/open-apis/im/v1/messages",
+                body | {"receive_id": dest.chat_id},
+                receive_id_type="chat_id",
             )
         message_id = data.get("message_id") if isinstance(data, dict) else None
         return SendResult(platform_message_id=None if message_id is None else str(message_id))

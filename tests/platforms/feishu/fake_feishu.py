@@ -9,7 +9,9 @@ answers the first message again, nothing new is shown); ``POST /callback/ws/endp
 out the long-connection URL of :class:`~tests.platforms.feishu.fake_feishu_ws.FakeFeishuWS`
 (``state.ws_url``) with ``state.client_config`` (code 514 for wrong credentials). Errors
 (HTTP 429 + code 99991400 with ``x-ogw-ratelimit-reset``, 11232, codes such as 230002) can be
-scripted per replied-to message.
+scripted per replied-to message; a message the user recalled (``recall``) answers every reply
+with HTTP 400 code 230011. ``POST /open-apis/im/v1/messages?receive_id_type=chat_id`` sends to
+``receive_id`` (a chat), deduplicated by the same uuid table.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 BOT_OPEN_ID = "ou_bot_0000000000000000000000000001"
 
@@ -40,6 +43,10 @@ class FakeFeishuState:
     #: Replies per replied-to message id, in arrival order.
     replies: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     by_uuid: dict[str, str] = field(default_factory=dict)
+    #: Plain sends per chat id (``POST /im/v1/messages``), in arrival order.
+    chat_sends: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    #: Message ids the user recalled: replying to them answers code 230011.
+    recalled: set[str] = field(default_factory=set)
     scripted: dict[str, deque[tuple[int, int, str | None]]] = field(
         default_factory=lambda: defaultdict(deque)
     )
@@ -67,9 +74,10 @@ class FakeFeishu:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {}
-                path = self.path.split("?", 1)[0]
+                path, _, qs = self.path.partition("?")
+                query = {k: v[-1] for k, v in parse_qs(qs).items()}
                 status, out, headers = handle(
-                    state, method, path, body, self.headers.get("Authorization")
+                    state, method, path, body, self.headers.get("Authorization"), query
                 )
                 data = json.dumps(out).encode()
                 try:
@@ -99,6 +107,16 @@ class FakeFeishu:
         """Answer the next reply to ``message_id`` with this error."""
         with self.state.lock:
             self.state.scripted[message_id].append((status, code, reset))
+
+    def recall(self, message_id: str) -> None:
+        """The user recalled ``message_id``: replies to it answer code 230011 from now on."""
+        with self.state.lock:
+            self.state.recalled.add(message_id)
+
+    def chat_sends(self, chat_id: str) -> list[dict[str, Any]]:
+        """Bodies sent to ``chat_id`` through ``POST /im/v1/messages`` (uuid duplicates once)."""
+        with self.state.lock:
+            return list(self.state.chat_sends.get(chat_id, []))
 
     def expire_tokens(self) -> None:
         """Every issued tenant token is invalid from now on."""
@@ -134,7 +152,12 @@ def _err(status: int, code: int, reset: str | None = None) -> tuple[int, Any, di
 
 
 def handle(
-    state: FakeFeishuState, method: str, path: str, body: dict[str, Any], auth: str | None
+    state: FakeFeishuState,
+    method: str,
+    path: str,
+    body: dict[str, Any],
+    auth: str | None,
+    query: dict[str, str] | None = None,
 ) -> tuple[int, Any, dict[str, str]]:
     """One request → (HTTP status, body, extra headers)."""
     with state.lock:
@@ -163,17 +186,26 @@ def handle(
             state.bot_info_calls += 1
             bot = {"open_id": BOT_OPEN_ID, "app_name": "neko", "activate_status": 2}
             return 200, {"code": 0, "msg": "ok", "bot": bot}, {}
-        parts = path.strip("/").split("/")
-        if method != "POST" or len(parts) != 6 or parts[5] != "reply":
-            return 404, {"code": 404, "msg": "not found"}, {}
-        message_id = parts[4]
-        if state.scripted[message_id]:
-            return _err(*state.scripted[message_id].popleft())
+        if method == "POST" and path == "/open-apis/im/v1/messages":
+            if (query or {}).get("receive_id_type") != "chat_id" or not body.get("receive_id"):
+                return 400, {"code": 230001, "msg": "invalid receive_id"}, {}
+            store = state.chat_sends[str(body["receive_id"])]
+        else:
+            parts = path.strip("/").split("/")
+            if method != "POST" or len(parts) != 6 or parts[5] != "reply":
+                return 404, {"code": 404, "msg": "not found"}, {}
+            message_id = parts[4]
+            if state.scripted[message_id]:
+                return _err(*state.scripted[message_id].popleft())
+            if message_id in state.recalled:
+                return _err(400, 230011)
+            store = state.replies[message_id]
         uuid = str(body.get("uuid") or "")
         if uuid and uuid in state.by_uuid:
             return 200, {"code": 0, "data": {"message_id": state.by_uuid[uuid]}}, {}
-        state.replies[message_id].append(body)
-        new_id = f"om_reply{sum(len(v) for v in state.replies.values())}"
+        store.append(body)
+        total = sum(len(v) for v in state.replies.values())
+        new_id = f"om_reply{total + sum(len(v) for v in state.chat_sends.values())}"
         if uuid:
             state.by_uuid[uuid] = new_id
         return 200, {"code": 0, "msg": "success", "data": {"message_id": new_id}}, {}
