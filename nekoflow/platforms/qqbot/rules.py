@@ -12,18 +12,24 @@ from nekoflow.delivery.base import Destination, PermanentFailure, RateLimit
 PLATFORM = "qqbot"
 #: Guild channels and guild DMs (no ``msg_seq`` dedupe on these endpoints).
 GUILD_PLATFORM = "qqbot-guild"
+#: C2C and group active messages (no ``msg_id`` to quote): ``msg_seq`` dedupes only together
+#: with ``msg_id``, so these are not idempotent and get a sender that says so.
+ACTIVE_PLATFORM = "qqbot-active"
 
 _GUILD_TYPES = frozenset({"AT_MESSAGE_CREATE", "MESSAGE_CREATE"})
 
 
 def qqbot_destination(request: Any, bot: str | None) -> Destination | None:
     """Where a reply to a QQ bot ChatRequest goes (C2C user, group, guild channel or guild DM),
-    quoting the triggering message id (passive reply). None when the request names no chat."""
+    quoting the triggering message id (passive reply). None when the request names no chat.
+    A C2C or group reply with no message id to quote is an active message (``ACTIVE_PLATFORM``).
+    """
     meta = request.metadata or {}
     event_type = str(meta.get("qqbot_event_type") or meta.get("event_type") or "")
     stamp = meta.get("timestamp")
     extra = {"msg_ts": str(stamp)} if stamp not in (None, "") else {}
     reply_to = request.message_id or None
+    v2_platform = PLATFORM if reply_to else ACTIVE_PLATFORM
     if event_type == "DIRECT_MESSAGE_CREATE":
         guild = str(meta.get("guild_id") or "")
         if not guild:
@@ -53,7 +59,7 @@ def qqbot_destination(request: Any, bot: str | None) -> Destination | None:
         if not group:
             return None
         return Destination(
-            platform=PLATFORM,
+            platform=v2_platform,
             bot=bot or "",
             chat_type="group",
             chat_id=group,
@@ -64,7 +70,7 @@ def qqbot_destination(request: Any, bot: str | None) -> Destination | None:
     if not user:
         return None
     return Destination(
-        platform=PLATFORM,
+        platform=v2_platform,
         bot=bot or "",
         chat_type="c2c",
         chat_id=user,

@@ -45,8 +45,9 @@ class QQBotSender:
         self.window = window
         self.c2c_window = c2c_window
         self.max_replies = max_replies
-        #: C2C/group sends are deduplicated by msg_id + msg_seq: a chunk left in flight by a
-        #: dead worker is sent again and a duplicate answer means "already sent".
+        #: C2C/group passive replies are deduplicated by msg_id + msg_seq: a chunk left in
+        #: flight by a dead worker is sent again and a duplicate answer means "already sent".
+        #: Active messages (no msg_id) and guild sends have no such dedupe: False for those.
         self.idempotent = idempotent
         self.clock = clock
 
@@ -126,6 +127,8 @@ def _factory(idempotent: bool) -> Callable[[str, Any], QQBotSender]:
     return make
 
 
-#: Sender factories for the registry: C2C/group (idempotent by msg_seq) and guild endpoints.
+#: Sender factories for the registry: C2C/group passive replies (idempotent by msg_id +
+#: msg_seq), C2C/group active messages (no msg_id: not idempotent) and guild endpoints.
 make_qqbot_sender = _factory(True)
+make_qqbot_active_sender = _factory(False)
 make_qqbot_guild_sender = _factory(False)

@@ -5,9 +5,10 @@
 (``/v2/users/{openid}/messages``, ``/v2/groups/{group_openid}/messages``,
 ``/channels/{channel_id}/messages``, ``/dms/{guild_id}/messages``) need ``Authorization: QQBot
 <token>`` with an unexpired token (else 401, code 11244), and refuse a second message with the
-same ``msg_id`` + ``msg_seq`` (code 40054005) as QQ does. Errors (429, 5xx, codes — also on
-HTTP 200/202, as QQ sometimes answers) can be scripted per chat; ``hold`` keeps the answer to
-the next message of a chat until released.
+same ``msg_id`` + ``msg_seq`` (code 40054005) as QQ does; without a ``msg_id`` (an active
+message) there is no dedupe. Errors (429, 5xx, codes — also on HTTP 200/202, as QQ sometimes
+answers) can be scripted per chat; ``hold`` keeps the answer to the next message of a chat
+until released.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def handle(
         if state.scripted[chat_id]:
             status, code = state.scripted[chat_id].popleft()
             return _err(status, code, "scripted")
-        if kind in ("users", "groups"):
+        if kind in ("users", "groups") and body.get("msg_id"):  # msg_seq dedupes with msg_id only
             key = (chat_id, str(body.get("msg_id")), int(body.get("msg_seq") or 0))
             if key in state.seen:
                 state.duplicates += 1

@@ -11,7 +11,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from nekoflow.channels.context import ChatRequest
 from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, RetryLater
+from nekoflow.delivery.registry import sender_for
 from nekoflow.platforms.qqbot.client import (
     RATE_CODES,
     QQBotClient,
@@ -19,7 +21,7 @@ from nekoflow.platforms.qqbot.client import (
     classify,
     fetch_access_token,
 )
-from nekoflow.platforms.qqbot.rules import reply_window
+from nekoflow.platforms.qqbot.rules import qqbot_destination, reply_window
 from nekoflow.platforms.qqbot.sender import QQBotSender, make_qqbot_sender
 from nekoflow.platforms.qqbot.settings import QQBotSettings
 from nekoflow.platforms.tokens import LocalTokenCache
@@ -147,3 +149,32 @@ def test_a_rate_limited_send_is_retried_then_sent(client: QQBotClient, fake_qq: 
             sender.send(dest, _chunk(), key="k")
     sender.send(dest, _chunk(), key="k")
     assert fake_qq.texts("G7") == ["喵"]
+
+
+@pytest.mark.parametrize("scene", ["private", "group"])
+def test_only_passive_replies_are_idempotent(qq_env, scene: str) -> None:
+    """msg_seq dedupes only with msg_id: an active message (none to quote) goes to a
+    non-idempotent sender, so a send a dead worker left in flight is not sent again."""
+    base = {"channel": "qqbot", "conversation_id": "x", "user_id": "U", "content": "hi"}
+    meta = {"qqbot_user_openid": "U", "qqbot_group_openid": "G"}
+    settings = SimpleNamespace(redis_url=None)
+    kinds = {}
+    for message_id in ("m1", ""):
+        req = ChatRequest(**base, scene=scene, group_id="G", message_id=message_id, metadata=meta)
+        dest = qqbot_destination(req, "neko")
+        sender = sender_for(dest.platform, dest.bot, settings)
+        kinds[message_id] = (dest.platform, dest.chat_type, sender.idempotent)
+    chat_type = "c2c" if scene == "private" else "group"
+    assert kinds == {
+        "m1": ("qqbot", chat_type, True),
+        "": ("qqbot-active", chat_type, False),
+    }
+
+
+def test_the_fake_dedupes_msg_seq_only_with_msg_id(client: QQBotClient, fake_qq: FakeQQ) -> None:
+    sender = QQBotSender(client, idempotent=False)
+    active = Destination(platform="qqbot-active", chat_type="c2c", chat_id="U3")
+    for _ in range(2):  # a resend of an active message is a second message on QQ
+        sender.send(active, _chunk(), key="t:0")
+    sent = fake_qq.sent("U3")
+    assert len(sent) == 2 and all("msg_id" not in body for body in sent)
