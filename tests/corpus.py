@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,3 +30,12 @@ def corpus_file(name: str) -> Path:
     if not path.is_file():
         pytest.skip(f"corpus file {path} is absent (set NEKOFLOW_TEST_CORPUS)")
     return path
+
+
+def corpus_event(events: Mapping[str, Any], name: str) -> Any:
+    """A deep copy of corpus event ``name`` from ``events`` (keyed ``file:key``); the test is
+    skipped only when the corpus is not here: a present corpus missing the event fails."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus folder {CORPUS} is absent (set NEKOFLOW_TEST_CORPUS)")
+    assert name in events, f"corpus event {name} is not in {CORPUS}"
+    return copy.deepcopy(events[name])

@@ -17,7 +17,7 @@ from nekoflow.platforms.feishu.crypto import decrypt, encrypt, signature, signat
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.enqueue import submit_turn
-from tests.corpus import CORPUS
+from tests.corpus import CORPUS, corpus_event
 
 
 def _events() -> list[tuple[str, dict[str, Any]]]:
@@ -101,10 +101,7 @@ UNREADABLE = [
 
 
 def _receive_event() -> dict[str, Any]:
-    name = "feishu_official_doc_events:Test_ImMessageReceiveV1EventBodyDto"
-    if name not in BY_NAME:
-        pytest.skip(f"corpus event {name} is absent")
-    return json.loads(json.dumps(BY_NAME[name]))
+    return corpus_event(BY_NAME, "feishu_official_doc_events:Test_ImMessageReceiveV1EventBodyDto")
 
 
 @pytest.mark.parametrize(("message_type", "content"), UNREADABLE)

@@ -14,7 +14,7 @@ import pytest
 from nekoflow.channels.adapters.qq import QQChannelAdapter
 from nekoflow.delivery.registry import destination_for
 from nekoflow.errors import InputError
-from tests.corpus import CORPUS
+from tests.corpus import CORPUS, corpus_event
 
 MEDIA = ("image", "record", "video", "file")
 
@@ -105,9 +105,7 @@ def test_every_event_parses_as_onebot_v11_says(name: str, event: dict[str, Any])
 
 
 def _corpus(name: str) -> dict[str, Any]:
-    if name not in BY_NAME:
-        pytest.skip(f"corpus event {name} is absent")
-    return json.loads(json.dumps(BY_NAME[name]))
+    return corpus_event(BY_NAME, name)
 
 
 def test_napcat_group_file_keeps_the_real_file_id() -> None:

@@ -18,7 +18,7 @@ from nekoflow.platforms.qqbot.rules import message_body, message_path
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.enqueue import submit_turn
-from tests.corpus import CORPUS
+from tests.corpus import CORPUS, corpus_event
 
 CHAT_TYPES = {
     "C2C_MESSAGE_CREATE",
@@ -124,9 +124,7 @@ def test_corpus_validation_request_is_answered_and_signed() -> None:
 
 
 def _corpus(name: str) -> dict[str, Any]:
-    if name not in BY_NAME:
-        pytest.skip(f"corpus event {name} is absent")
-    return json.loads(json.dumps(BY_NAME[name]))
+    return corpus_event(BY_NAME, name)
 
 
 def test_card_without_text_is_skipped_not_answered(deps: TurnDeps) -> None:
