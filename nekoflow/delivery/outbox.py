@@ -163,16 +163,14 @@ def mark_unconfirmed(engine: Engine, row_id: int, reason: str) -> bool:
         [col(OutboxRow.status) == ChunkStatus.sending.value],
         status=ChunkStatus.unknown.value,
         lease_until=None,
-        error=f"{reason}; may have arrived, not re-sent"[:500],
+        error=_not_resent(reason),
     )
 
 
-def confirm_sent(engine: Engine, key: str, platform_message_id: str | None) -> bool:
-    """A gateway confirms a handed-over chunk; the turn's delivery settles when all are.
-
-    Returns False when the key names no unsettled chunk (already confirmed, or unknown)."""
+def _confirm(engine: Engine, key: str, **values: object) -> bool:
+    """Settle the handed-over (or in-flight) chunk named by ``key`` with ``values`` and settle
+    its turn's delivery; False when the key names no unsettled chunk."""
     turn_id, index = parse_key(key)
-    now = utcnow()
     stmt = (
         update(OutboxRow)
         .where(
@@ -180,20 +178,32 @@ def confirm_sent(engine: Engine, key: str, platform_message_id: str | None) -> b
             col(OutboxRow.idx) == index,
             col(OutboxRow.status).in_([ChunkStatus.handed_over.value, ChunkStatus.sending.value]),
         )
-        .values(
-            status=ChunkStatus.sent.value,
-            platform_message_id=platform_message_id,
-            sent_at=now,
-            updated_at=now,
-            lease_until=None,
-            error=None,
-        )
+        .values(updated_at=utcnow(), lease_until=None, **values)
     )
     with Session(engine) as s:
         res = s.exec(stmt)  # type: ignore[call-overload]
         s.commit()
     settle(engine, turn_id)
     return bool(res.rowcount)
+
+
+def _not_resent(reason: str) -> str:
+    """The stored reason of a chunk that may have arrived and is not sent again."""
+    return f"{reason}; may have arrived, not re-sent"[:500]
+
+
+def confirm_sent(engine: Engine, key: str, platform_message_id: str | None) -> bool:
+    """A gateway confirms a handed-over chunk; the turn's delivery settles when all are.
+
+    Returns False when the key names no unsettled chunk (already confirmed, or unknown)."""
+    return _confirm(
+        engine,
+        key,
+        status=ChunkStatus.sent.value,
+        platform_message_id=platform_message_id,
+        sent_at=utcnow(),
+        error=None,
+    )
 
 
 def confirm_failed(engine: Engine, key: str, reason: str) -> bool:
@@ -214,26 +224,7 @@ def confirm_unknown(engine: Engine, key: str, reason: str) -> bool:
     """A gateway got an answer that does not say whether a handed-over chunk was sent (the
     platform cannot deduplicate): record it ``unknown``, never resent; False when the key names
     no unsettled chunk."""
-    turn_id, index = parse_key(key)
-    stmt = (
-        update(OutboxRow)
-        .where(
-            col(OutboxRow.turn_id) == turn_id,
-            col(OutboxRow.idx) == index,
-            col(OutboxRow.status).in_([ChunkStatus.handed_over.value, ChunkStatus.sending.value]),
-        )
-        .values(
-            status=ChunkStatus.unknown.value,
-            updated_at=utcnow(),
-            lease_until=None,
-            error=f"{reason}; may have arrived, not re-sent"[:500],
-        )
-    )
-    with Session(engine) as s:
-        res = s.exec(stmt)  # type: ignore[call-overload]
-        s.commit()
-    settle(engine, turn_id)
-    return bool(res.rowcount)
+    return _confirm(engine, key, status=ChunkStatus.unknown.value, error=_not_resent(reason))
 
 
 def set_delivery(engine: Engine, turn_id: str, status: str | None, reason: str | None) -> None:

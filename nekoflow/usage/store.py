@@ -67,28 +67,11 @@ def usage_rows(
     ]
 
 
-def add_usage(
-    session: Bind,
-    entries: Iterable[UsageEntry],
-    *,
-    kind: str,
-    turn_id: str | None,
-    channel: str = "",
-    scope_id: str = "",
-    user_id: str = "",
-    character: str = "",
-) -> int:
-    """Add usage rows in the caller's transaction (committed with the work they paid for):
-    one Core insert built once, not the ORM's unit of work, as it runs with every model call."""
-    rows = usage_rows(
-        entries,
-        kind=kind,
-        turn_id=turn_id,
-        channel=channel,
-        scope_id=scope_id,
-        user_id=user_id,
-        character=character,
-    )
+def add_usage(session: Bind, entries: Iterable[UsageEntry], **fields: Any) -> int:
+    """Add usage rows (:func:`usage_rows` of ``entries`` and ``fields``) in the caller's
+    transaction, committed with the work they paid for: one Core insert built once, not the
+    ORM's unit of work, as it runs with every model call."""
+    rows = usage_rows(entries, **fields)
     for row in rows:  # one per model call, nearly always
         _INSERT.rows(session, row)
     return len(rows)

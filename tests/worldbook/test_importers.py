@@ -225,13 +225,20 @@ def test_character_card_json(spec: str) -> None:
     assert "sticky" not in text and "use_regex" not in text and "scan_depth" not in text
 
 
-def test_png_card_v2_and_v3_chunks() -> None:
-    payload = base64.b64encode(json.dumps(card()).encode()).decode("ascii")
-    report = parse_import(minimal_png({"chara": payload}))
-    assert report.books[0].entries[0].keywords == ["白塔"]
+def _chunk_payloads() -> tuple[str, str]:
+    """The base64 tEXt payloads of the V2 card and of a V3 card whose book is "v3 book"."""
     v3 = card("chara_card_v3")
     v3["data"]["character_book"]["name"] = "v3 book"
-    v3_payload = base64.b64encode(json.dumps(v3).encode()).decode("ascii")
+    v2_payload, v3_payload = (
+        base64.b64encode(json.dumps(c).encode()).decode("ascii") for c in (card(), v3)
+    )
+    return v2_payload, v3_payload
+
+
+def test_png_card_v2_and_v3_chunks() -> None:
+    payload, v3_payload = _chunk_payloads()
+    report = parse_import(minimal_png({"chara": payload}))
+    assert report.books[0].entries[0].keywords == ["白塔"]
     for kind in (b"tEXt", b"zTXt", b"iTXt"):
         png = minimal_png({"chara": payload, "ccv3": v3_payload}, kind=kind)
         assert read_text_chunks(png)["ccv3"] == v3_payload
@@ -353,12 +360,9 @@ def test_missing_world_info_fields_keep_world_info_defaults() -> None:
 
 def test_png_chunk_keywords_are_matched_in_any_case() -> None:
     """SillyTavern lower-cases a tEXt keyword before looking for ``chara`` / ``ccv3``."""
-    payload = base64.b64encode(json.dumps(card()).encode()).decode("ascii")
+    payload, v3_payload = _chunk_payloads()
     report = parse_import(minimal_png({"Chara": payload}))
     assert report.books[0].entries[0].keywords == ["白塔"]
-    v3 = card("chara_card_v3")
-    v3["data"]["character_book"]["name"] = "v3 book"
-    v3_payload = base64.b64encode(json.dumps(v3).encode()).decode("ascii")
     report = parse_import(minimal_png({"CHARA": payload, "CCv3": v3_payload}))
     assert (report.source_format, report.books[0].name) == ("character_card_v3", "v3 book")
 

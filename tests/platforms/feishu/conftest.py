@@ -9,13 +9,17 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from nekoflow.delivery.registry import clear_senders
 from nekoflow.delivery.settings import get_delivery_settings
 from nekoflow.platforms.feishu import botinfo
+from nekoflow.platforms.feishu.client import FeishuClient, fetch_tenant_token
 from nekoflow.platforms.feishu.crypto import encrypt, signature
+from nekoflow.platforms.feishu.sender import FeishuSender
 from nekoflow.platforms.feishu.settings import get_feishu_settings
+from nekoflow.platforms.tokens import LocalTokenCache
 from tests.platforms.feishu.fake_feishu import BOT_OPEN_ID, FakeFeishu
 from tests.turns.conftest import (  # noqa: F401  (fixtures)
     deps,
@@ -33,6 +37,17 @@ ENCRYPT_KEY = "enc-key-456"
 HOOK = "/webhooks/feishu/neko"
 
 _ids = itertools.count(1)
+
+
+@pytest.fixture
+def sender(fake_fs: FakeFeishu) -> Iterator[FeishuSender]:
+    """A real sender and client of the fake, with an in-process token cache."""
+    http = httpx.Client(timeout=5)
+    tokens = LocalTokenCache(lambda: fetch_tenant_token(http, fake_fs.url, APP_ID, APP_SECRET))
+    client = FeishuClient(tokens, base_url=fake_fs.url, timeout=5)
+    yield FeishuSender(client)
+    client.close()
+    http.close()
 
 
 @pytest.fixture

@@ -3,28 +3,12 @@ the same uuid, so it arrives once even when resent; other reply errors stay as t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import httpx
 import pytest
 
 from nekoflow.delivery.base import Chunk, Destination
-from nekoflow.platforms.feishu.client import FeishuClient, FeishuError, fetch_tenant_token
+from nekoflow.platforms.feishu.client import FeishuError
 from nekoflow.platforms.feishu.sender import FeishuSender
-from nekoflow.platforms.tokens import LocalTokenCache
-from tests.platforms.feishu.conftest import APP_ID, APP_SECRET
 from tests.platforms.feishu.fake_feishu import FakeFeishu
-
-
-@pytest.fixture
-def sender(fake_fs: FakeFeishu) -> Iterator[FeishuSender]:
-    """A real sender and client of the fake, with an in-process token cache."""
-    http = httpx.Client(timeout=5)
-    tokens = LocalTokenCache(lambda: fetch_tenant_token(http, fake_fs.url, APP_ID, APP_SECRET))
-    client = FeishuClient(tokens, base_url=fake_fs.url, timeout=5)
-    yield FeishuSender(client)
-    client.close()
-    http.close()
 
 
 def _dest(message_id: str, thread: str | None = None) -> Destination:
