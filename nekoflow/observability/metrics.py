@@ -10,9 +10,11 @@ model, outcome — never a turn, scope, user id or any text.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # must exist before the first series is made
     os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
@@ -145,14 +147,39 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
+def multiprocess_registry(directory: str) -> CollectorRegistry:
+    """A registry aggregating the multiprocess directory's files, skipping any a process is
+    still creating (a scrape racing a worker's start read a 0-byte file and failed)."""
+    from prometheus_client import multiprocess
+
+    class _Ready(multiprocess.MultiProcessCollector):
+        """The multiprocess collector over the files that hold at least their header."""
+
+        def collect(self) -> Any:
+            files = glob.glob(os.path.join(directory, "*.db"))
+            ready = [f for f in files if _size(f) >= _HEADER]
+            return self.merge(ready, accumulate=True)
+
+    registry = CollectorRegistry()
+    _Ready(registry, path=directory)
+    return registry
+
+
+_HEADER = 8
+"""Bytes an initialised multiprocess file starts with (its used size and padding)."""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # removed meanwhile (mark_process_dead)
+        return 0
+
+
 def exposition() -> tuple[bytes, str]:
     """The text exposition of every series (aggregated over the multiprocess directory when
     one is set) and its content type."""
     directory = multiprocess_dir()
     if directory:
-        from prometheus_client import multiprocess
-
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=directory)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(multiprocess_registry(directory)), CONTENT_TYPE_LATEST
     return generate_latest(DEFAULT_REGISTRY), CONTENT_TYPE_LATEST

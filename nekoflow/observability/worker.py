@@ -170,15 +170,11 @@ def _beat_forever() -> None:
 
 def serve_metrics(port: int) -> None:
     """Serve this host's metrics on ``port`` (aggregated over the multiprocess directory)."""
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import start_http_server
 
     directory = metrics.multiprocess_dir()
     if directory:
-        from prometheus_client import multiprocess
-
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=directory)
-        start_http_server(port, registry=registry)
+        start_http_server(port, registry=metrics.multiprocess_registry(directory))
     else:
         start_http_server(port)
 

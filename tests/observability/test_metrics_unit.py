@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import REGISTRY
 
 from nekoflow.observability import hooks, metrics
@@ -111,3 +113,27 @@ def test_superseded_failed_and_done_turns_are_counted(deps) -> None:
     assert run_inline(deps, new.turn_id, sleep=False) == "ok"
     assert turns("superseded") == before["superseded"] + 1
     assert turns("done") == before["done"] + 1
+
+
+def test_a_scrape_skips_a_multiprocess_file_a_process_is_still_creating(tmp_path) -> None:
+    """A worker starting creates its ``.db`` file empty, then sizes it: a scrape in between read
+    0 bytes and failed (struct.error) — the whole /metrics answer with it. Now such a file is
+    left out until it holds its header; the others are still aggregated."""
+    import subprocess
+    import sys
+
+    from nekoflow.observability.metrics import multiprocess_registry
+
+    code = (
+        "from prometheus_client import Counter\nCounter('nekoflow_probe_total', 'probe').inc(3)\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)},
+    )
+    (tmp_path / "counter_99999.db").write_bytes(b"")  # a process mid-start
+    from prometheus_client import generate_latest
+
+    text = generate_latest(multiprocess_registry(str(tmp_path))).decode()
+    assert "nekoflow_probe_total 3.0" in text
