@@ -5,6 +5,7 @@ Every setting is documented in the README's "Configuration" table; keep the two 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -114,9 +115,13 @@ class Settings(BaseSettings):
     api_cors_origins: list[str] = Field(default_factory=list)
 
     # monitoring
-    #: Scope ids carry platform user/group ids (``qq:private:30009``). "hashed" shows a keyed
-    #: hash (HMAC-SHA256 with ``monitoring_hash_key``) in task args, hence in Flower, instead.
-    monitoring_scope_ids: Literal["plain", "hashed"] = "plain"
+    #: Scope ids carry platform user/group ids (``qq:private:30009``). "hashed" (the default)
+    #: shows a keyed hash (HMAC-SHA256 with ``monitoring_hash_key``) in task args, hence in
+    #: Flower, instead; "plain" shows the ids (only where no one else can reach Flower).
+    monitoring_scope_ids: Literal["plain", "hashed"] = "hashed"
+    #: The hash's secret key. Unset: derived from the database URL (the same in every process
+    #: of a deployment, as secret as its password); set a long random one wherever Flower is
+    #: reachable (docker-compose.yml requires it).
     monitoring_hash_key: SecretStr | None = None
     #: Opt-in debug log file (0600) for error details that may quote users (server error
     #: bodies, tracebacks). Off when unset.
@@ -177,23 +182,19 @@ class Settings(BaseSettings):
             )
         return self
 
-    @model_validator(mode="after")
-    def _check_monitoring(self) -> Settings:
-        if self.monitoring_scope_ids == "hashed" and not (
-            self.monitoring_hash_key and self.monitoring_hash_key.get_secret_value()
-        ):
-            raise ValueError(
-                "monitoring_hash_key: required when monitoring_scope_ids is 'hashed' "
-                "(set NEKOFLOW_MONITORING_HASH_KEY to a long random secret)"
-            )
-        return self
+    @field_validator("monitoring_hash_key", mode="before")
+    @classmethod
+    def _blank_key_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @property
     def scope_hash_key(self) -> bytes | None:
         """The key for scope ids shown by monitoring, or None to show them plainly."""
-        if self.monitoring_scope_ids != "hashed" or self.monitoring_hash_key is None:
+        if self.monitoring_scope_ids != "hashed":
             return None
-        return self.monitoring_hash_key.get_secret_value().encode("utf-8")
+        if self.monitoring_hash_key is not None:
+            return self.monitoring_hash_key.get_secret_value().encode("utf-8")
+        return hashlib.sha256(b"nekoflow-monitoring\0" + self.database_url.encode()).digest()
 
     @property
     def redis_configured(self) -> bool:

@@ -89,9 +89,7 @@ def test_ports_and_volumes(compose: dict[str, Any]) -> None:
             host = port.split(":")[0]
             assert host not in published, f"{name} and {published.get(host)} publish {host}"
             published[host] = name
-    assert published == {
-        "6379": "redis",
-        "5432": "postgres",
+    assert published == {  # Redis and PostgreSQL stay on the compose network
         "8000": "api",
         "5555": "flower",
         "6700": "gateway-onebot",  # NapCat connects to it (reverse WebSocket)
@@ -104,20 +102,43 @@ def test_ports_and_volumes(compose: dict[str, Any]) -> None:
                 assert source in declared, source
 
 
+_VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
+REQUIRED = {
+    "POSTGRES_PASSWORD": "s3cret-pg",
+    "FLOWER_BASIC_AUTH": "ops:s3cret-flower",
+    "NEKOFLOW_MONITORING_HASH_KEY": "s3cret-hash-key",
+}
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """``value`` with Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}`` resolved
+    from ``env`` (a ``:?`` variable unset or empty raises, as ``docker compose`` refuses)."""
+
+    def one(match: re.Match[str]) -> str:
+        name, op, arg = match.groups()
+        got = env.get(name, "")
+        if op == "?" and not got:
+            raise LookupError(f"required variable {name} is missing a value: {arg}")
+        return got or (arg if op == "-" else "")
+
+    return _VARIABLE.sub(one, value)
+
+
 def test_environment_is_valid_settings(compose: dict[str, Any]) -> None:
     services = compose["services"]
     for name in ("api", "worker-turns", "beat"):
-        env = {k: v for k, v in services[name]["environment"].items()}
+        env = {k: interpolate(str(v), REQUIRED) for k, v in services[name]["environment"].items()}
         assert env["NEKOFLOW_DATABASE_URL"].startswith("postgresql://")
         assert "@postgres:5432/" in env["NEKOFLOW_DATABASE_URL"]
         assert env["NEKOFLOW_BROKER_URL"].startswith("redis://redis:6379")
         values = {
             k.removeprefix("NEKOFLOW_").lower(): v
             for k, v in env.items()
-            if "${" not in str(v) and k.startswith("NEKOFLOW_")
+            if k.startswith("NEKOFLOW_") and v != ""
         }
         settings = Settings(**values)
         assert settings.uses_redis_cooldowns
+        assert settings.scope_hash_key == b"s3cret-hash-key"  # Flower sees hashed scope ids
     assert "NEKOFLOW_API_TOKEN" in services["api"]["environment"]
 
 
@@ -126,3 +147,62 @@ def test_dockerfile_installs_what_the_services_run() -> None:
     for path in ("pyproject.toml", "celeryconfig.py", "nekoflow", "tasks"):
         assert re.search(rf"COPY .*\b{re.escape(path)}\b", dockerfile), path
     assert "pip install" in dockerfile
+
+
+def test_secrets_are_required_never_defaulted(compose: dict[str, Any]) -> None:
+    """No password is baked in: PostgreSQL's, Flower's basic auth and the scope-id hash key
+    come from the operator, and compose refuses to start without each of them."""
+    services = compose["services"]
+    text = (REPO / "docker-compose.yml").read_text()
+    assert "nekoflow:nekoflow@" not in text
+    postgres = services["postgres"]["environment"]
+    assert postgres["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    api_env = services["api"]["environment"]
+    assert api_env["NEKOFLOW_DATABASE_URL"].startswith(
+        "postgresql://nekoflow:${POSTGRES_PASSWORD:?"
+    )
+    flower = services["flower"]["environment"]
+    assert flower["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    assert flower["FLOWER_UNAUTHENTICATED_API"] == "false"
+    assert flower["NEKOFLOW_MONITORING_SCOPE_IDS"] == "hashed"
+    for variable, service, key in (
+        ("POSTGRES_PASSWORD", "postgres", "POSTGRES_PASSWORD"),
+        ("POSTGRES_PASSWORD", "worker-llm", "NEKOFLOW_DATABASE_URL"),
+        ("FLOWER_BASIC_AUTH", "flower", "FLOWER_BASIC_AUTH"),
+        ("NEKOFLOW_MONITORING_HASH_KEY", "worker-turns", "NEKOFLOW_MONITORING_HASH_KEY"),
+    ):
+        missing = {k: v for k, v in REQUIRED.items() if k != variable}
+        with pytest.raises(LookupError, match=variable):
+            interpolate(str(services[service]["environment"][key]), missing)
+        assert REQUIRED[variable] in interpolate(
+            str(services[service]["environment"][key]), REQUIRED
+        )
+
+
+def test_internal_services_are_not_published(compose: dict[str, Any]) -> None:
+    """Redis (no password) and PostgreSQL are reachable only on the compose network; a port
+    kept for convenience would have to be bound to 127.0.0.1."""
+    for name in ("redis", "postgres"):
+        for port in compose["services"][name].get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port}"
+
+
+def _instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions as (keyword, arguments), continuation lines joined."""
+    text = (REPO / "Dockerfile").read_text().replace("\\\n", " ")
+    out = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            op, _, rest = line.strip().partition(" ")
+            out.append((op.upper(), rest.strip()))
+    return out
+
+
+def test_the_image_runs_as_an_unprivileged_user() -> None:
+    steps = _instructions()
+    users = [i for i, (op, _) in enumerate(steps) if op == "USER"]
+    assert users, "no USER instruction: the containers run as root"
+    user = steps[users[-1]][1]
+    assert user.split(":")[0] not in ("root", "0")
+    assert all(op != "RUN" for op, _ in steps[users[-1] :])  # nothing runs as root after it
+    assert any(op == "RUN" and "useradd" in rest and user in rest for op, rest in steps)

@@ -1,19 +1,30 @@
-"""Operators watch the pipeline in Flower: real Flower, real worker, tasks read back over HTTP."""
+"""Operators watch the pipeline in Flower: real Flower, real worker, tasks read back over HTTP.
+
+Flower runs behind basic auth (as docker-compose.yml starts it): without credentials every page
+answers 401, the task table included; with them it shows ids, never text, and scope ids only as
+keyed hashes (the default ``NEKOFLOW_MONITORING_SCOPE_IDS=hashed``).
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+
+import pytest
 
 from tasks import enqueue_turn
 
 from .conftest import REPO, wait_for
 
 SECRET = "我的秘密消息不该出现在监控里"
+AUTH = "ops:flower-s3cret"
+HEADERS = {"Authorization": "Basic " + base64.b64encode(AUTH.encode()).decode()}
 
 
 def free_port() -> int:
@@ -22,9 +33,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get_json(url: str):
-    with urllib.request.urlopen(url, timeout=5) as resp:
+def get_json(url: str, headers: dict[str, str] = HEADERS):
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=5) as resp:
         return json.loads(resp.read())
+
+
+DATATABLE = "/tasks/datatable?draw=1&start=0&length=100&search[value]=&order[0][column]=0"
+
+
+def assert_closed(base: str, path: str, headers: dict[str, str]) -> None:
+    with pytest.raises(urllib.error.HTTPError) as err:
+        get_json(base + path, headers)
+    assert err.value.code == 401, (path, err.value.code)
 
 
 def test_flower_shows_stages_with_ids_but_never_the_text(
@@ -42,9 +63,10 @@ def test_flower_shows_stages_with_ids_but_never_the_text(
             "flower",
             f"--port={port}",
             "--address=127.0.0.1",
+            f"--basic-auth={AUTH}",
         ],
         cwd=REPO,
-        env={**worker_env, "FLOWER_UNAUTHENTICATED_API": "true"},
+        env=worker_env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -90,9 +112,18 @@ def test_flower_shows_stages_with_ids_but_never_the_text(
         mine = [t for t in tasks.values() if handle.turn_id in str(t.get("args"))]
         assert [t["name"] for t in mine if t["state"] != "SUCCESS"] == []
         for t in mine:
-            assert "web:conversation:flower" in t["args"]
+            assert "'h:" in t["args"]  # the scope id as a keyed hash
             assert t["name"].rsplit(".", 1)[-1] in t["kwargs"]  # the stage, via kwargsrepr
         assert SECRET not in json.dumps(tasks, ensure_ascii=False)
+        table = get_json(base + DATATABLE)
+        assert handle.turn_id in json.dumps(table)
+        for body in (tasks, table):
+            assert "web:conversation:flower" not in json.dumps(body, ensure_ascii=False)
+        # without credentials (or with wrong ones) nothing answers: not the API, not the table
+        wrong = {"Authorization": "Basic " + base64.b64encode(b"ops:guess").decode()}
+        for path in ("/api/tasks", DATATABLE, "/api/workers", "/tasks", "/"):
+            assert_closed(base, path, {})
+            assert_closed(base, path, wrong)
         queues = {t["name"]: (t.get("routing_key") or "") for t in mine}
         assert queues["nekoflow.turn.llm_call"] == "llm"
         assert queues["nekoflow.turn.dispatch"] == "turns"
