@@ -24,6 +24,7 @@ from nekoflow.channels.context import (
 )
 from nekoflow.channels.errors import MalformedEventError
 from nekoflow.channels.render import render_text
+from nekoflow.channels.sanitize import clean
 
 
 def _first_text(meta: Mapping[str, Any], keys: tuple[str, ...]) -> str:
@@ -52,15 +53,21 @@ class BaseChannelAdapter:
         """Parse a raw platform event (dict, or JSON str/bytes) into a ChatRequest.
 
         Returns None for events that are not chat messages (notices, heartbeats, the bot's own
-        messages); raises :class:`MalformedEventError` (an ``InputError``) naming the bad field.
+        messages). Every string of the request is cleaned (``nekoflow.channels.sanitize``);
+        raises :class:`MalformedEventError` (an ``InputError``) naming the bad field.
         """
         event = Fields(self.channel_name, load_event(self.channel_name, raw_event))
         try:
-            return self._parse(event)
+            request = self._parse(event)
         except ValidationError as exc:  # a value that passed the reads but not the model
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "event"
             raise MalformedEventError(self.channel_name, field, first["msg"]) from exc
+        if request is None:
+            return None
+        # every string of the request (text, names, ids, metadata) made storable: no NUL or
+        # other C0 control, no lone surrogate (see nekoflow.channels.sanitize)
+        return ChatRequest.model_validate(clean(request.model_dump()))
 
     def _parse(self, event: Fields) -> ChatRequest | None:
         raise NotImplementedError
