@@ -179,39 +179,22 @@ def demo() -> None:
     run_demo(_console())
 
 
-def _setting_errors(exc: Any) -> list[str]:
-    """One line per bad setting, named as its environment variable."""
-    lines = []
-    for err in exc.errors():
-        name = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-        got = err.get("input")
-        shown = f" (got {got!r})" if isinstance(got, str | int | float) else ""
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        lines.append(f"NEKOFLOW_{name.upper()}: {msg}{shown}")
-    return lines
-
-
 def error_lines(exc: BaseException) -> list[str] | None:
     """What to print for a configuration or connection error (None: not one of those).
 
     Only classes of modules already imported are checked, so this imports nothing.
     """
-    import re
-
+    from nekoflow import settings_errors
     from nekoflow.errors import ConfigError
     from nekoflow.startup import StartupError, connection_error
 
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(exc, pydantic.ValidationError):
-        if exc.title != "Settings":
-            return None
-        return [f"invalid setting {line}" for line in _setting_errors(exc)]
+        cls = settings_errors.settings_class(exc.title)  # any NEKOFLOW_* settings class
+        return None if cls is None else settings_errors.validation_lines(exc, cls)
     settings_mod = sys.modules.get("pydantic_settings")
     if settings_mod is not None and isinstance(exc, settings_mod.SettingsError):
-        match = re.search(r'field "([^"]+)"', str(exc))
-        name = f"NEKOFLOW_{match.group(1).upper()}" if match else "a NEKOFLOW_* variable"
-        cause = f": {exc.__cause__}" if exc.__cause__ else ""
-        return [f"invalid setting {name} cannot be parsed{cause}"]
+        return [settings_errors.parse_error_line(exc)]
     if isinstance(exc, StartupError):
         return [str(exc)]
     if isinstance(exc, ConfigError):

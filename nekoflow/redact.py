@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 
 from pydantic import ValidationError
 
@@ -46,3 +47,14 @@ def scope_label(scope_id: str | None, *, key: bytes | None) -> str | None:
         return scope_id
     digest = hmac.new(key, scope_id.encode("utf-8"), hashlib.sha256).hexdigest()
     return f"h:{digest[:16]}"
+
+
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/@:'\"]*):[^\s/@'\"]*@"
+)
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the password of every URL in it masked: ``postgresql://app:***@db/x``
+    (a bad URL echoed in an error never prints the secret back)."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)

@@ -10,11 +10,20 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nekoflow.usage.prices import Price
+
+
+def _check_port(url: str) -> None:
+    """Refuse a URL whose port is not a number from 0 to 65535 (else a traceback at connect)."""
+    try:
+        _ = urlsplit(url.strip()).port
+    except ValueError:
+        raise ValueError("the port must be a number from 0 to 65535") from None
 
 
 def _default_database_url() -> str:
@@ -24,7 +33,9 @@ def _default_database_url() -> str:
 class Settings(BaseSettings):
     """Process-wide configuration; tests build one, everything else calls :func:`get_settings`."""
 
-    model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="NEKOFLOW_", env_file=None, extra="ignore", hide_input_in_errors=True
+    )
 
     # storage
     database_url: str = Field(default_factory=_default_database_url)
@@ -139,6 +150,7 @@ class Settings(BaseSettings):
                 "unsupported database URL: use sqlite:///path/to/nekoflow.db or "
                 "postgresql://user@host:5432/db"
             )
+        _check_port(value)
         return value.strip()
 
     @field_validator("redis_url")
@@ -146,6 +158,16 @@ class Settings(BaseSettings):
     def _check_redis_url(cls, value: str) -> str:
         if not re.match(r"^(redis|rediss|unix)://", value.strip()):
             raise ValueError("not a Redis URL: use redis://host:6379/0 (or rediss://, unix://)")
+        _check_port(value)
+        return value.strip()
+
+    @field_validator("llm_base_url", mode="before")
+    @classmethod
+    def _check_llm_base_url(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str) or not re.match(r"^https?://[^\s/?#]+[^\s]*$", value.strip()):
+            raise ValueError("not an http(s):// URL: use e.g. https://api.openai.com/v1")
         return value.strip()
 
     @field_validator("broker_url", "result_backend")
@@ -155,6 +177,7 @@ class Settings(BaseSettings):
             return None
         if not re.match(r"^[a-z][a-z0-9+]*://", value.strip()):
             raise ValueError("not a URL: use redis://host:6379/0 (or memory:// for one process)")
+        _check_port(value)
         return value.strip()
 
     @model_validator(mode="after")

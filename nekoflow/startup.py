@@ -7,6 +7,8 @@ import re
 import sys
 from collections.abc import Iterator
 
+from nekoflow.redact import redact_urls
+
 DB_DRIVERS = frozenset(
     {"MySQLdb", "pymysql", "mysqlclient", "cx_Oracle", "oracledb", "pyodbc", "pymssql"}
 )
@@ -26,10 +28,12 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def short(exc: BaseException) -> str:
-    """An error as ``Class: first line`` without SQLAlchemy's background link, ≤ 300 chars."""
+    """An error as ``Class: first line`` without SQLAlchemy's background link nor any URL's
+    password, ≤ 300 chars."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = re.sub(r"\s*\(Background on this error at:.*$", "", text)
     text = re.sub(r"^\([\w.]+\)\s*", "", text)  # SQLAlchemy's "(psycopg.OperationalError)"
+    text = redact_urls(text)  # a driver may quote the URL, password included
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
+from nekoflow.settings_errors import validation_lines
 
 err_console = Console(stderr=True)
 console = Console()
@@ -27,11 +28,9 @@ console = Console()
 def _settings_or_exit(long_connection: bool = False) -> FeishuSettings:
     try:
         return FeishuSettings(mode="long_connection") if long_connection else FeishuSettings()
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-            name = f"NEKOFLOW_FEISHU_{loc.upper()}" if loc else "NEKOFLOW_FEISHU_*"
-            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+    except ValidationError as exc:  # one line per error naming the variable and field
+        for line in validation_lines(exc, FeishuSettings):
+            err_console.print(escape(line), soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 from typing import Annotated
 
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.onebot.settings import OneBotSettings
+from nekoflow.settings_errors import parse_error_line, validation_lines
 
 err_console = Console(stderr=True)
 console = Console()
@@ -22,16 +22,12 @@ console = Console()
 def _settings_or_exit() -> OneBotSettings:
     try:
         return OneBotSettings()
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-            name = f"NEKOFLOW_ONEBOT_{loc.upper()}" if loc else "NEKOFLOW_ONEBOT_*"
-            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+    except ValidationError as exc:  # one line per error naming the variable and field
+        for line in validation_lines(exc, OneBotSettings):
+            err_console.print(escape(line), soft_wrap=True)
         raise typer.Exit(2) from None
     except SettingsError as exc:  # not even parseable (e.g. NEKOFLOW_ONEBOT_BOTS is not JSON)
-        match = re.search(r'field "([^"]+)"', str(exc))
-        name = f"NEKOFLOW_ONEBOT_{match.group(1).upper()}" if match else "NEKOFLOW_ONEBOT_*"
-        err_console.print(f"[red]invalid setting[/red] {escape(name)} cannot be parsed")
+        err_console.print(escape(parse_error_line(exc)), soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.qqbot.settings import QQBotSettings
+from nekoflow.settings_errors import validation_lines
 
 err_console = Console(stderr=True)
 console = Console()
@@ -19,11 +20,9 @@ console = Console()
 def _settings_or_exit() -> QQBotSettings:
     try:
         return QQBotSettings()
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-            name = f"NEKOFLOW_QQBOT_{loc.upper()}" if loc else "NEKOFLOW_QQBOT_*"
-            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+    except ValidationError as exc:  # one line per error naming the variable and field
+        for line in validation_lines(exc, QQBotSettings):
+            err_console.print(escape(line), soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.telegram.settings import TelegramSettings
+from nekoflow.settings_errors import validation_lines
 
 err_console = Console(stderr=True)
 console = Console()
@@ -18,11 +19,9 @@ console = Console()
 def _settings_or_exit() -> TelegramSettings:
     try:
         return TelegramSettings()
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = "_".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-            name = f"NEKOFLOW_TELEGRAM_{loc.upper()}" if loc else "NEKOFLOW_TELEGRAM_*"
-            err_console.print(f"[red]invalid setting[/red] {escape(name)}: {err.get('msg')}")
+    except ValidationError as exc:  # one line per error naming the variable and field
+        for line in validation_lines(exc, TelegramSettings):
+            err_console.print(escape(line), soft_wrap=True)
         raise typer.Exit(2) from None
 
 

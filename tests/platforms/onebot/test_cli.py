@@ -13,7 +13,7 @@ from nekoflow.cli import app
     [
         ({}, "no reverse-WebSocket bot"),
         ({"NEKOFLOW_ONEBOT_BOTS": "not json"}, "NEKOFLOW_ONEBOT_BOTS cannot be parsed"),
-        ({"NEKOFLOW_ONEBOT_BOTS": '[{"self_id": "abc"}]'}, "NEKOFLOW_ONEBOT_BOTS_SELF_ID"),
+        ({"NEKOFLOW_ONEBOT_BOTS": '[{"self_id": "abc"}]'}, "NEKOFLOW_ONEBOT_BOTS: [0].self_id"),
         ({"NEKOFLOW_ONEBOT_WS_PORT": "70000"}, "NEKOFLOW_ONEBOT_WS_PORT"),
     ],
 )
