@@ -20,6 +20,7 @@ from nekoflow.delivery.ratelimit_redis import RedisRateLimiter
 from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
 from nekoflow.flow.policy import FlowConfig, FlowPolicy, Rate
+from nekoflow.redact import scope_label
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
@@ -120,7 +121,9 @@ def test_a_burst_gets_one_reply_per_window_through_the_outbox(
     assert [h.status() for h in handles] == ["queued"] * 2 + ["skipped"] * 4
     assert {h.reason for h in handles[2:]} == {"rate_limited"}
     (notice,) = notices(deps.engine)
-    assert published_notices == [(notice.turn_id, notice.scope_id)]  # ids only, no text
+    # ids only, no text; the scope as monitoring shows it (a keyed hash by default)
+    scope = scope_label(notice.scope_id, key=deps.settings.scope_hash_key)
+    assert published_notices == [(notice.turn_id, scope)] and scope.startswith("h:")
     assert (notice.status, notice.seq, notice.bot, notice.deliver) == (
         "skipped",
         None,
