@@ -57,6 +57,7 @@ def turn_config() -> WorldBookRecallConfig:
         lore_share=settings.lore_budget_share,
         oversize=settings.lore_oversize,
         recent_message_limit=settings.recent_message_limit,
+        max_entries=settings.lore_max_entries,
     )
 
 
