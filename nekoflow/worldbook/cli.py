@@ -318,4 +318,6 @@ def _print_matches(matches: list[dict[str, Any]]) -> None:
         console.print(f"   keywords: {escape(', '.join(m['matched_keywords']) or '-')}")
         if m.get("cut_to") is not None:
             console.print(f"   cut to {m['cut_to']} chars to fit the budget")
+        if m.get("unknown_macros"):
+            console.print(f"   unknown macros: {escape(', '.join(m['unknown_macros']))}")
         console.print(f"   {escape(m['content_preview'])}")

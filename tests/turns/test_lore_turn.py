@@ -124,3 +124,53 @@ def test_runs_text_and_json_show_dropped_lore(deps, tmp_path: Path) -> None:
         text=True,
     )
     assert '"dropped": [{"id"' in as_json.stdout
+
+
+# --- unknown macros (an extension's, e.g. MVU's, used by lide_ai_v3) ----------------------------
+
+MVU = "{{format_message_variable::stat_data}}"
+
+
+def test_unknown_macros_are_listed_and_stripped_only_when_asked() -> None:
+    from nekoflow.macros import MacroContext, render_macros, unknown_macros
+
+    text = f"状态:{MVU} {{{{char}}}} {{{{description}}}} {{{{getvar::x}}}} {MVU}"
+    assert unknown_macros(text) == [MVU, "{{getvar::x}}"]
+    ctx = MacroContext(char="李德", values={"description": "d"})
+    assert render_macros(text, ctx) == f"状态:{MVU} 李德 d {{{{getvar::x}}}} {MVU}"
+    stripped = MacroContext(char="李德", values={"description": "d"}, strip_unknown=True)
+    assert render_macros(text, stripped) == "状态: 李德 d  "
+    assert unknown_macros("{{char}} {{random::a::b}} {{// note}} {{input}}") == []
+
+
+def test_import_reports_unknown_macros_by_entry() -> None:
+    from nekoflow.worldbook.importers import parse_import
+
+    report = parse_import(corpus_file("lide_ai_v3.json").read_bytes())
+    [book] = report.books
+    holding = [e for e in book.entries if MVU in e.content]
+    assert holding
+    notes = [w for w in report.warnings if "unknown macros" in w]
+    assert len(notes) == len(holding)
+    for entry, note in zip(holding, notes, strict=True):
+        assert entry.id in note and MVU in note and "NEKOFLOW_UNKNOWN_MACROS=strip" in note
+
+
+def test_a_turn_keeps_unknown_macros_by_default_and_strips_them_when_set(
+    deps, monkeypatch
+) -> None:
+    from nekoflow.turns.stages import llm_messages
+    from nekoflow.turns.stages.prompt import prompt_settings
+
+    role = import_card_report(deps.engine, corpus_file("lide_ai_v3.json").read_bytes()).role
+    wide = dataclasses.replace(deps, recall_config=lore_recall_config(context_window=131_072))
+    kept = "\n".join(m["content"] for m in llm_messages(wide, start_turn(wide, role.name, "你好")))
+    assert MVU in kept
+    monkeypatch.setenv("NEKOFLOW_UNKNOWN_MACROS", "strip")
+    prompt_settings.cache_clear()
+    try:
+        turn = start_turn(wide, role.name, "你好", session="strip")
+        text = "\n".join(m["content"] for m in llm_messages(wide, turn))
+    finally:
+        prompt_settings.cache_clear()
+    assert MVU not in text and "format_message_variable" not in text

@@ -7,7 +7,7 @@ import logging
 from dataclasses import asdict
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
@@ -132,12 +132,17 @@ def books_for(deps: TurnDeps) -> BookCache:
 
 
 class PromptSettings(BaseSettings):
-    """Prompt-assembly settings (``NEKOFLOW_PROMPT_EXAMPLE_CHARS``, ``NEKOFLOW_MACRO_TIMEZONE``)."""
+    """Prompt-assembly settings (``NEKOFLOW_PROMPT_EXAMPLE_CHARS``, ``NEKOFLOW_MACRO_TIMEZONE``,
+    ``NEKOFLOW_UNKNOWN_MACROS``)."""
 
     model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
 
     prompt_example_chars: int = Field(default=2000, ge=0)
     macro_timezone: str = "UTC"
+    #: Macros nekoflow does not know (an extension's, e.g. MVU's
+    #: ``{{format_message_variable::…}}``): "keep" them as written (SillyTavern without the
+    #: extension) or "strip" them.
+    unknown_macros: Literal["keep", "strip"] = "keep"
 
     @field_validator("macro_timezone")
     @classmethod
@@ -174,6 +179,7 @@ def _macros(
         chat_seed=str(d.save_id),
         idle_seconds=d.real_time.get("elapsed_seconds"),
         tz=ZoneInfo(prompt_settings().macro_timezone),
+        strip_unknown=prompt_settings().unknown_macros == "strip",
         values={"input": turn_user_text(req, d)}
         | (
             {
