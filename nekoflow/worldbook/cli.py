@@ -225,8 +225,10 @@ def test_match_command(
     scope: Annotated[
         str | None,
         typer.Option(
-            help="A conversation scope (e.g. qq:private:30009): read its cooldown / sticky / "
-            "delay state from Redis (never written)."
+            help="A conversation scope (e.g. qq:private:30009): scan what its next turn would — "
+            "its history (the card's greeting for a new scope) and its cooldown / sticky / delay "
+            "state from Redis (nothing is written). The character is the scope's latest unless "
+            "--character names one."
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test-match JSON.")] = False,
@@ -245,6 +247,10 @@ def test_match_command(
         k: (v.split("|") if "|" in v else v) for k, v in _parse_pairs(scene or [], "=", "scene")
     }
     role_id, role_name = _character(character) if character else (None, None)
+    if scope:
+        view = _scope_view(scope, role_id)
+        role_id, role_name = str(view.role_id), view.role_name
+        messages = [*view.messages, *messages]
     try:
         context = WorldBookRecallContext(
             latest_user_message=message,
@@ -278,6 +284,23 @@ def test_match_command(
             )
     for entry_id in outcome["regex_timeouts"]:
         console.print(f"[yellow]regex key timed out (no match): {escape(entry_id)}[/yellow]")
+
+
+def _scope_view(scope: str, role_id: str | None) -> Any:
+    """What the scope's next turn scans (its history, or the greeting of a new scope)."""
+    from nekoflow.settings import get_settings
+    from nekoflow.storage import get_engine
+    from nekoflow.turns.lore_preview import scope_view
+
+    try:
+        return scope_view(
+            get_engine(),
+            scope,
+            role_id=int(role_id) if role_id is not None else None,
+            history_limit=get_settings().history_limit,
+        )
+    except InputError as exc:
+        raise _fail(f"--{exc.field or 'scope'}: {exc}", code=2) from None
 
 
 def _scope_state(scope: str) -> CooldownState:

@@ -30,7 +30,7 @@ from nekoflow.worldbook.formats import FORMAT_KEY, loads_strict, parse_world_boo
 from nekoflow.worldbook.hits import Hit
 from nekoflow.worldbook.ids import new_id, now_iso
 from nekoflow.worldbook.models import ALWAYS_SOURCE, WorldBook, WorldBookRecallConfig
-from nekoflow.worldbook.png import CARD_KEYWORDS, is_png, read_text_chunks
+from nekoflow.worldbook.png import is_png, read_text_chunks
 from nekoflow.worldbook.rules import BookRules
 from nekoflow.worldbook.selection import apply_budgets
 from nekoflow.worldbook.st_import import map_entries
@@ -287,9 +287,11 @@ def card_json_from_png(data: bytes) -> Any:
     """The card JSON of a PNG character card (``ccv3`` chunk preferred over ``chara``).
 
     Chunk keywords are compared lower-cased, as SillyTavern does (``Chara`` is a card too); the
-    first chunk of a keyword wins. Only those two chunks are decompressed, each size-limited.
+    first chunk of a keyword wins.
     """
-    chunks = read_text_chunks(data, CARD_KEYWORDS)  # nothing else is inflated
+    chunks: dict[str, str] = {}
+    for keyword, text in read_text_chunks(data).items():
+        chunks.setdefault(keyword.lower(), text)
     for key in ("ccv3", "chara"):
         if key in chunks:
             try:

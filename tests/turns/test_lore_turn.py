@@ -28,9 +28,7 @@ QUESTION = "师兄，我们玄天宗最近怎么样？"
 def _before(deps, turn_id: str) -> BeforeTurnResult:
     with Session(deps.engine) as s:
         stage = s.exec(
-            select(TurnStage).where(
-                TurnStage.turn_id == turn_id, TurnStage.stage == "before_turn"
-            )
+            select(TurnStage).where(TurnStage.turn_id == turn_id, TurnStage.stage == "before_turn")
         ).one()
     return BeforeTurnResult.model_validate(stage.result)
 
@@ -156,9 +154,7 @@ def test_import_reports_unknown_macros_by_entry() -> None:
         assert entry.id in note and MVU in note and "NEKOFLOW_UNKNOWN_MACROS=strip" in note
 
 
-def test_a_turn_keeps_unknown_macros_by_default_and_strips_them_when_set(
-    deps, monkeypatch
-) -> None:
+def test_a_turn_keeps_unknown_macros_by_default_and_strips_them_when_set(deps, monkeypatch) -> None:
     from nekoflow.turns.stages import llm_messages
     from nekoflow.turns.stages.prompt import prompt_settings
 
@@ -174,3 +170,66 @@ def test_a_turn_keeps_unknown_macros_by_default_and_strips_them_when_set(
     finally:
         prompt_settings.cache_clear()
     assert MVU not in text and "format_message_variable" not in text
+
+
+# --- test-match --scope scans what the scope's next turn scans -----------------------------------
+
+
+def _preview(deps, scope: str, message: str, role_id: int | None) -> tuple[list, list]:
+    """test-match's answer for the scope's next turn: (injected ids, (dropped id, reason))."""
+    from nekoflow.turns.lore_preview import scope_view
+    from nekoflow.worldbook import WorldBookRecallContext, recall
+
+    view = scope_view(
+        deps.engine, scope, role_id=role_id, history_limit=deps.settings.history_limit
+    )
+    context = WorldBookRecallContext(
+        latest_user_message=message, recent_messages=view.messages, character_id=view.role_name
+    )
+    outcome = recall(
+        context,
+        WorldBookStore(deps.engine).list_all(),
+        character_id=str(view.role_id),
+        config=deps.recall_config,
+    )
+    return [r.entry.id for r in outcome.results], [(d.entry_id, d.reason) for d in outcome.dropped]
+
+
+def _recorded(before: BeforeTurnResult) -> tuple[list[str], list[tuple[str, str]]]:
+    sections = [d for d in before.dropped if d.reason == "sections"]
+    assert sections == []  # the matcher's budgets, not the prompt's sections, left these out
+    return [e.id for e in before.injected], [(d.id, d.reason) for d in before.dropped]
+
+
+def test_test_match_on_a_scope_agrees_with_the_turn(deps) -> None:
+    from nekoflow.turns.enqueue import submit_turn
+    from nekoflow.turns.runner import run_inline
+    from nekoflow.turns.stages import before_turn, dispatch
+    from tests.turns.test_prompt_cards import event
+
+    deps = dataclasses.replace(deps, recall_config=lore_recall_config(context_window=8192))
+    role = import_card_report(deps.engine, corpus_file("lide_ai_v3.json").read_bytes()).role
+    scope = "web:conversation:s1"
+    # a new scope: the turn scans the greeting it writes first; test-match must too
+    expected = _preview(deps, scope, QUESTION, role.id)
+    first = submit_turn(deps, "web", event(QUESTION, role.name)).turn_id
+    assert run_inline(deps, first, sleep=False) == "ok"
+    assert _recorded(_before(deps, first)) == expected
+    # a scope with history: the next turn scans it, test-match too
+    follow = "最近怎么样？"
+    expected = _preview(deps, scope, follow, None)  # the scope's own character
+    second = submit_turn(deps, "web", event(follow, role.name)).turn_id
+    dispatch(deps, second)
+    before_turn(deps, second)
+    assert _recorded(_before(deps, second)) == expected
+    # without the scope, the greeting's and history's keys are not scanned: a different answer
+    from nekoflow.worldbook import WorldBookRecallContext, recall
+
+    bare = recall(
+        WorldBookRecallContext(latest_user_message=follow, character_id=role.name),
+        WorldBookStore(deps.engine).list_all(),
+        character_id=str(role.id),
+        config=deps.recall_config,
+    )
+    answer = ([r.entry.id for r in bare.results], [(d.entry_id, d.reason) for d in bare.dropped])
+    assert answer != expected
