@@ -29,7 +29,8 @@ from nekoflow.storage.turns import TurnRun
 class ScopeView:
     """The character answering in a scope and the messages its next turn would scan."""
 
-    role_id: int
+    #: None when the scope has no turns and no character was named: nothing to scan.
+    role_id: int | None
     role_name: str
     messages: list[dict[str, str]]
 
@@ -38,7 +39,8 @@ def scope_view(
     engine: Engine, scope_id: str, *, role_id: int | None, history_limit: int
 ) -> ScopeView:
     """The scope's next-turn scan: ``role_id``'s history in ``scope_id`` (the scope's latest
-    turn's character when None); InputError naming ``scope`` or ``character`` otherwise."""
+    turn's character when None; an empty view when the scope has no turns either); InputError
+    naming ``character`` for an unknown one."""
     with read_session(engine) as s:
         if role_id is None:
             role_id = s.exec(
@@ -48,10 +50,7 @@ def scope_view(
                 .limit(1)
             ).first()
             if role_id is None:
-                raise InputError(
-                    f"scope {scope_id!r} has no turns yet: name the character too",
-                    field="character",
-                )
+                return ScopeView(role_id=None, role_name="", messages=[])
         role = s.get(Role, role_id)
         if role is None:
             raise InputError(f"no character {role_id!r}", field="character")

@@ -249,7 +249,13 @@ def test_match_command(
     role_id, role_name = _character(character) if character else (None, None)
     if scope:
         view = _scope_view(scope, role_id)
-        role_id, role_name = str(view.role_id), view.role_name
+        if view.role_id is None and not as_json:
+            err_console.print(
+                f"[yellow]{escape(scope)} has no turns yet: name --character to scan the "
+                "greeting its first turn would write[/yellow]"
+            )
+        elif view.role_id is not None:
+            role_id, role_name = str(view.role_id), view.role_name
         messages = [*view.messages, *messages]
     try:
         context = WorldBookRecallContext(
