@@ -404,6 +404,46 @@ def run_dense(n: int, reps_fast: int, reps_plain: int, rng: random.Random, tmp: 
             f"| plain scan {plain_ms:7.1f} ms/call | ratio {plain_ms / fast_ms:6.1f}x | "
             f"{len(fired)} entries fired ({recursion} of them by recursion)"
         )
+    breakdown(ctx, memory_book, cfg, state, len(fired), reps_fast)
+
+
+def breakdown(
+    ctx: WorldBookRecallContext,
+    book: WorldBook,
+    cfg: WorldBookRecallConfig,
+    state: CooldownState,
+    fired: int,
+    reps: int,
+) -> None:
+    """Where a dense recall's time goes: the keyword scans of the chat texts (the automaton,
+    per character of text) against the work per fired entry (hits, ranking, groups,
+    probability, budgets, recursion), and what a turn adds by asking why entries dropped."""
+    cache = CompiledBookCache()
+    compiled = cache.get(book)
+    texts = [ctx.latest_user_message, ctx.assistant_recent_text, ctx.history_text]
+    pairs = [(t, t.lower()) for t in texts]
+
+    def scans() -> None:
+        for text, low in pairs:
+            compiled.scan(text, low, timeout=cfg.regex_timeout)
+
+    def quiet() -> object:
+        return match_entries_v2(ctx, [book], config=cfg, cooldowns=state, cache=cache)
+
+    def explained() -> object:
+        return recall(ctx, [book], config=cfg, cooldowns=state, cache=cache)
+
+    scan_ms = min_ms(scans, reps)
+    total_ms = min_ms(quiet, reps)
+    explain_ms = min_ms(explained, reps)
+    chars = sum(len(t) for t in texts)
+    per_hit = (total_ms - scan_ms) / max(fired, 1) * 1000
+    print(
+        f"{'':>6}   where it goes: scans of {chars:,} chars {scan_ms:5.3f} ms "
+        f"({scan_ms / chars * 1e6:4.0f} ns/char, plus the recursion's rescans) | the rest "
+        f"{total_ms - scan_ms:5.3f} ms = {per_hit:5.1f} µs per fired entry | explaining drops "
+        f"(a turn's record) +{explain_ms - total_ms:5.3f} ms"
+    )
 
 
 def main() -> None:

@@ -25,7 +25,10 @@ Semantics follow SillyTavern's documented macros, names case-insensitive:
   ``scenario``, ``mesExamplesRaw``, ``charPrompt``, ``charJailbreak``, ``input``, ``original`` …)
   → that value.
 
-Unknown macros (``{{getvar::x}}``, a name with no value) are left exactly as written; macros
+Unknown macros (``{{getvar::x}}``, an extension's ``{{format_message_variable::stat_data}}``, a
+name with no value) are left exactly as written, as SillyTavern does without the extension — or
+removed when the context says ``strip_unknown`` (``NEKOFLOW_UNKNOWN_MACROS=strip``);
+:func:`unknown_macros` lists them so imports and test-match can report them. Macros
 nested in arguments are rendered first; text substituted into the prompt (a user's name, a card
 field) is never expanded again.
 """
@@ -35,10 +38,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-__all__ = ["MacroContext", "humanize_duration", "render_macros"]
+__all__ = ["MacroContext", "humanize_duration", "render_macros", "unknown_macros"]
 
 _TRIM = "\x00trim\x00"
 _ANGLE = re.compile(r"<(USER|BOT|CHAR)>", re.IGNORECASE)
@@ -76,20 +79,12 @@ class MacroContext:
     idle_seconds: float | None = None
     tz: tzinfo = UTC
     values: Mapping[str, str] = field(default_factory=dict)
+    #: Remove unknown macros instead of leaving them as written.
+    strip_unknown: bool = False
 
     def with_values(self, **values: str) -> MacroContext:
         """A copy with more named values (``original=…`` for a system prompt, …)."""
-        merged = {**self.values, **values}
-        return MacroContext(
-            self.char,
-            self.user,
-            self.now,
-            self.seed,
-            self.chat_seed,
-            self.idle_seconds,
-            self.tz,
-            merged,
-        )
+        return replace(self, values={**self.values, **values})
 
 
 def _hour12(t: datetime) -> str:
@@ -163,6 +158,8 @@ class _Renderer:
         self.part = part
         self.local = ctx.now.astimezone(ctx.tz)
         self.values = {k.lower(): v for k, v in ctx.values.items()}
+        #: The unknown macros met, as written between the braces.
+        self.unknown: list[str] = []
 
     def literal(self, chunk: str) -> str:
         names = {"user": self.ctx.user, "bot": self.ctx.char, "char": self.ctx.char}
@@ -201,7 +198,10 @@ class _Renderer:
                 out.append(self.literal(text[open_at:]))
                 return "".join(out), None
             value = self.macro(inner, open_at)
-            out.append("{{" + inner + "}}" if value is None else value)
+            if value is None:
+                self.unknown.append(inner)
+                value = "" if self.ctx.strip_unknown else "{{" + inner + "}}"
+            out.append(value)
             i = start = end + 2
 
     def macro(self, body: str, pos: int) -> str | None:
@@ -252,3 +252,32 @@ def render_macros(text: str, ctx: MacroContext, *, part: str = "") -> str:
     if not text or ("{{" not in text and "<" not in text):
         return text
     return _Renderer(text, ctx, part).run()
+
+
+#: Named values a turn always gives macros (card fields, the user's input): known, not unknown.
+TURN_VALUE_NAMES = (
+    "description",
+    "personality",
+    "scenario",
+    "persona",
+    "charPrompt",
+    "charJailbreak",
+    "charInstruction",
+    "mesExamplesRaw",
+    "mesExamples",
+    "charVersion",
+    "charDepthPrompt",
+    "input",
+    "original",
+)
+
+
+def unknown_macros(text: str) -> list[str]:
+    """The macros of ``text`` that a turn would leave as written (unknown names), in order, each
+    once — what imports and test-match report (a turn's named values count as known)."""
+    if not text or "{{" not in text:
+        return []
+    ctx = MacroContext(values=dict.fromkeys(TURN_VALUE_NAMES, ""))
+    renderer = _Renderer(text, ctx, "")
+    renderer.run()
+    return list(dict.fromkeys("{{" + body + "}}" for body in renderer.unknown))

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     #: The model's context window in tokens; lore gets ``lore_budget_share`` of it.
     llm_context_window: int = Field(default=8192, gt=0)
     lore_budget_share: float = Field(default=0.25, gt=0, le=1)
+    #: The most entries a turn injects from the seed's own world books (the SPEC's cap of 8);
+    #: imported SillyTavern books follow the token budget alone, as SillyTavern does.
+    lore_max_entries: int = Field(default=8, ge=0)
     #: An entry longer than its whole budget: "cut" it to the budget when first in line, or "skip".
     lore_oversize: Literal["cut", "skip"] = "cut"
 

@@ -140,6 +140,15 @@ def _injected_html(view: TurnInputs) -> str:
     )
 
 
+def _dropped_html(view: TurnInputs) -> str:
+    """The turn's dropped lore as list items (id and reason), for the turn page."""
+    return "".join(
+        f'<li class="dropped"><code>{escape(str(d.get("id", "")))}</code> dropped: '
+        f'{escape(str(d.get("reason", "")))}</li>'
+        for d in view.dropped
+    )
+
+
 def _row(run: TurnRun, view: TurnInputs, roles: dict[int, str]) -> str:
     tokens = (
         f"{run.prompt_tokens or 0}+{run.completion_tokens or 0}"
@@ -306,7 +315,7 @@ def run_page(turn_id: str, request: Request, state: StateDep) -> Response:
         llm=escape(llm),
         delivery=delivery,
         stages=stage_rows,
-        injected=injected or '<li class="muted">none</li>',
+        injected=(injected or '<li class="muted">none</li>') + _dropped_html(view),
         memories=memories,
     )
     return _page(f"turn {run.turn_id}", body, state)

@@ -415,6 +415,12 @@ class TurnOut(BaseModel):
         default_factory=list,
         description="World-book entries injected into the prompt ({id, name}; never content).",
     )
+    dropped: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Matched world-book entries left out of the prompt: {id, book_id, reason, "
+        "needed, available, unit, budget} (reason: over_budget, max_entries, cooldown, delay, "
+        "probability, group_lost, session_cap, blank, or sections).",
+    )
     memories: int = Field(default=0, description="How many memories went into the prompt.")
     memory_refs: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -97,6 +97,7 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
             completion_tokens=run.completion_tokens,
         ),
         injected=inputs.injected,
+        dropped=inputs.dropped,
         memories=inputs.memory_count,
         memory_refs=inputs.memory_refs,
         created_at=run.created_at,

@@ -79,6 +79,11 @@ class TestMatchHit(TestMatchItem):
     __test__ = False
 
     cut_to: int | None = Field(default=None, description="Absent unless the entry was cut")
+    unknown_macros: list[str] | None = Field(
+        default=None,
+        description="Macros of the entry nekoflow does not know (sent as written unless "
+        "NEKOFLOW_UNKNOWN_MACROS=strip); absent when none",
+    )
 
 
 class TestMatchResult(TestMatchResponse):

@@ -1,5 +1,6 @@
 """What went into a turn, for operators: the world-book entries and memories its prompt got
-(ids and names only), and when each stage finished — read from the stored stage results."""
+(ids and names only), the entries left out and why, and when each stage finished — read from
+the stored stage results."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class TurnInputs:
     """A turn's prompt inputs and stage completion times (no text)."""
 
     injected: list[dict[str, str]] = field(default_factory=list)
+    #: Matched world-book entries left out of the prompt: ``{id, book_id, reason, …}``.
+    dropped: list[dict[str, Any]] = field(default_factory=list)
     memories: list[dict[str, str]] = field(default_factory=list)
     memory_count: int = 0
     #: The memories and summaries in the prompt: id, kind and score parts (never text).
@@ -68,6 +71,7 @@ def turn_inputs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, TurnInputs
             view.injected.append(
                 {"id": str(entry.get("id", "")), "name": str(entry.get("name", ""))}
             )
+        view.dropped = [d for d in (result or {}).get("dropped") or [] if isinstance(d, dict)]
         view.memories, view.memory_count = _memories(result or {})
         refs = (result or {}).get("memory_refs")
         if isinstance(refs, list):
@@ -78,6 +82,18 @@ def turn_inputs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, TurnInputs
             sorted(view.stage_done_at.items(), key=lambda kv: order.get(kv[0], len(order)))
         )
     return out
+
+
+def dropped_text(dropped: list[dict[str, Any]]) -> str:
+    """One line of a turn's dropped lore: ``id reason (needed/available unit budget)`` each."""
+    parts = []
+    for d in dropped:
+        part = f"{d.get('id', '')} {d.get('reason', '')}"
+        if d.get("needed") is not None:
+            figures = f"{d.get('needed')}/{d.get('available')} {d.get('unit', '')}"
+            part += f" ({' '.join(x for x in (figures, str(d.get('budget') or '')) if x)})"
+        parts.append(part)
+    return "; ".join(parts)
 
 
 def stage_timings(started_at: datetime | None, done_at: dict[str, datetime]) -> dict[str, float]:

@@ -186,7 +186,7 @@ def runs_command(
 
     from sqlmodel import Session, col, select
 
-    from nekoflow.observability.turn_view import turn_inputs
+    from nekoflow.observability.turn_view import dropped_text, turn_inputs
     from nekoflow.storage import get_engine
     from nekoflow.storage.turns import STAGES, TurnRun
     from nekoflow.turns import store
@@ -210,6 +210,7 @@ def runs_command(
             row["stages"] = stages[r.turn_id]
             row["stage_runs"] = runs_by_turn[r.turn_id]
             row["injected"] = inputs[r.turn_id].injected
+            row["dropped"] = inputs[r.turn_id].dropped
             row["memories"] = inputs[r.turn_id].memory_count
             row["memory_refs"] = inputs[r.turn_id].memory_refs
             typer.echo(json.dumps(row, ensure_ascii=False))
@@ -238,6 +239,8 @@ def runs_command(
         if view.injected:
             entries = "; ".join(f"{e['id']} {e['name']}".strip() for e in view.injected)
             typer.echo(f"    world book: {entries}")
+        if view.dropped:
+            typer.echo(f"    world book dropped: {dropped_text(view.dropped)}")
         if view.memory_refs:
             typer.echo(f"    memories: {_refs(view.memory_refs)}")
         elif view.memory_count:

@@ -174,6 +174,7 @@ class TurnDeps:
                 lore_share=settings.lore_budget_share,
                 oversize=settings.lore_oversize,
                 recent_message_limit=settings.recent_message_limit,
+                max_entries=settings.lore_max_entries,
             ),
             flow=flow,
             rate_limiter=limiter,

@@ -39,6 +39,21 @@ class InjectedEntry(_Result):
     score: int = 0
 
 
+class DroppedLore(_Result):
+    """A world-book entry whose keys matched but that stayed out of this turn's prompt, and why
+    (ids, the reason and budget figures only: never content)."""
+
+    id: str
+    book_id: str = ""
+    #: A :data:`~nekoflow.worldbook.models.DropReason`, or ``sections`` when the entry was
+    #: recalled but its section did not fit the prompt's lore characters.
+    reason: str
+    needed: int | None = None
+    available: int | None = None
+    unit: str = ""
+    budget: str = ""
+
+
 class BeforeTurnResult(_Result):
     """The rendered system prompt and what went into it."""
 
@@ -51,6 +66,8 @@ class BeforeTurnResult(_Result):
     #: How many example dialogues of the card are in the system prompt.
     examples: int = 0
     injected: list[InjectedEntry] = Field(default_factory=list)
+    #: The matched entries that did not reach the prompt, with the reason for each.
+    dropped: list[DroppedLore] = Field(default_factory=list)
     memories: int = 0
     #: The memories and summaries in the prompt: ``{id, kind, score, relevance, importance,
     #: recency}`` (ids and numbers, never text).

@@ -18,6 +18,7 @@ def lore_recall_config(
     lore_share: float = 0.25,
     oversize: Literal["cut", "skip"] = "cut",
     recent_message_limit: int = 6,
+    max_entries: int = _SEED.max_entries,
 ) -> WorldBookRecallConfig:
     """A turn's recall config: ``lore_share`` of the context window as the lore token budget.
 
@@ -25,6 +26,8 @@ def lore_recall_config(
     character budgets keep the seed's proportions (total 3,000 : keyword 1,200 : always 800 :
     scene 1,000) scaled so the total is ``CHARS_PER_TOKEN`` × the token budget (never below the
     seed's), so they only stop what the token budget would let through for pathological text.
+    ``max_entries`` caps the entries of the seed's own books only (imported SillyTavern books
+    follow the budgets alone).
     """
     tokens = max(1, int(context_window * lore_share))
     scale = max(1.0, tokens * CHARS_PER_TOKEN / _SEED.max_total_chars)
@@ -35,5 +38,6 @@ def lore_recall_config(
         max_always_chars=int(_SEED.max_always_chars * scale),
         max_scene_chars=int(_SEED.max_scene_chars * scale),
         max_total_tokens=tokens,
+        max_entries=max_entries,
         oversize=oversize,
     )

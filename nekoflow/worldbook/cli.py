@@ -57,6 +57,7 @@ def turn_config() -> WorldBookRecallConfig:
         lore_share=settings.lore_budget_share,
         oversize=settings.lore_oversize,
         recent_message_limit=settings.recent_message_limit,
+        max_entries=settings.lore_max_entries,
     )
 
 
@@ -224,8 +225,10 @@ def test_match_command(
     scope: Annotated[
         str | None,
         typer.Option(
-            help="A conversation scope (e.g. qq:private:30009): read its cooldown / sticky / "
-            "delay state from Redis (never written)."
+            help="A conversation scope (e.g. qq:private:30009): scan what its next turn would — "
+            "its history (the card's greeting for a new scope) and its cooldown / sticky / delay "
+            "state from Redis (nothing is written). The character is the scope's latest unless "
+            "--character names one."
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test-match JSON.")] = False,
@@ -244,6 +247,16 @@ def test_match_command(
         k: (v.split("|") if "|" in v else v) for k, v in _parse_pairs(scene or [], "=", "scene")
     }
     role_id, role_name = _character(character) if character else (None, None)
+    if scope:
+        view = _scope_view(scope, role_id)
+        if view.role_id is None and not as_json:
+            err_console.print(
+                f"[yellow]{escape(scope)} has no turns yet: name --character to scan the "
+                "greeting its first turn would write[/yellow]"
+            )
+        elif view.role_id is not None:
+            role_id, role_name = str(view.role_id), view.role_name
+        messages = [*view.messages, *messages]
     try:
         context = WorldBookRecallContext(
             latest_user_message=message,
@@ -277,6 +290,23 @@ def test_match_command(
             )
     for entry_id in outcome["regex_timeouts"]:
         console.print(f"[yellow]regex key timed out (no match): {escape(entry_id)}[/yellow]")
+
+
+def _scope_view(scope: str, role_id: str | None) -> Any:
+    """What the scope's next turn scans (its history, or the greeting of a new scope)."""
+    from nekoflow.settings import get_settings
+    from nekoflow.storage import get_engine
+    from nekoflow.turns.lore_preview import scope_view
+
+    try:
+        return scope_view(
+            get_engine(),
+            scope,
+            role_id=int(role_id) if role_id is not None else None,
+            history_limit=get_settings().history_limit,
+        )
+    except InputError as exc:
+        raise _fail(f"--{exc.field or 'scope'}: {exc}", code=2) from None
 
 
 def _scope_state(scope: str) -> CooldownState:
@@ -317,4 +347,6 @@ def _print_matches(matches: list[dict[str, Any]]) -> None:
         console.print(f"   keywords: {escape(', '.join(m['matched_keywords']) or '-')}")
         if m.get("cut_to") is not None:
             console.print(f"   cut to {m['cut_to']} chars to fit the budget")
+        if m.get("unknown_macros"):
+            console.print(f"   unknown macros: {escape(', '.join(m['unknown_macros']))}")
         console.print(f"   {escape(m['content_preview'])}")

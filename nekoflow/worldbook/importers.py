@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from nekoflow.errors import InputError
+from nekoflow.macros import unknown_macros
 from nekoflow.tokens import estimate_tokens
 from nekoflow.worldbook.budgets import lore_recall_config
 from nekoflow.worldbook.errors import WorldBookDataError
@@ -118,6 +119,22 @@ def budget_warnings(book: WorldBook, config: WorldBookRecallConfig | None = None
     return out
 
 
+def macro_warnings(book: WorldBook) -> list[str]:
+    """One warning per entry whose content holds macros nekoflow does not know (an extension's,
+    such as MVU's ``{{format_message_variable::…}}``): they reach the model as written unless
+    ``NEKOFLOW_UNKNOWN_MACROS=strip``."""
+    out = []
+    for entry in book.entries:
+        found = unknown_macros(entry.content)
+        if found:
+            shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+            out.append(
+                f"entry {entry.id!r} ({entry.name or 'unnamed'}): unknown macros {shown} are "
+                "sent as written (NEKOFLOW_UNKNOWN_MACROS=strip removes them)"
+            )
+    return out
+
+
 def always_on_warnings(book: WorldBook, config: WorldBookRecallConfig | None = None) -> list[str]:
     """The always-on entries that cannot fit with the always-on entries ranked above them.
 
@@ -202,6 +219,7 @@ def from_sillytavern_world_info(
         rules=rules,
     )
     warnings += budget_warnings(book, config) + always_on_warnings(book, config)
+    warnings += macro_warnings(book)
     return ImportReport(source_format="sillytavern_world_info", books=[book], warnings=warnings)
 
 
@@ -260,6 +278,7 @@ def from_character_card(
         rules=rules,
     )
     warnings += budget_warnings(book, config) + always_on_warnings(book, config)
+    warnings += macro_warnings(book)
     fmt: SourceFormat = "character_card_v3" if spec == "chara_card_v3" else "character_card_v2"
     return ImportReport(source_format=fmt, books=[book], warnings=warnings)
 

@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nekoflow.errors import InputError
+from nekoflow.macros import unknown_macros
 from nekoflow.worldbook.automaton import CompiledBookCache, default_cache
 from nekoflow.worldbook.collect import Collector, Drop, Hit
 from nekoflow.worldbook.cooldowns import Cooldowns, CooldownState
@@ -264,6 +265,7 @@ def _describe(outcome: RecallOutcome) -> list[dict[str, Any]]:
                 "score": r.score,
                 "content_preview": r.entry.content[:200],
                 **({"cut_to": r.cut_to} if r.cut_to is not None else {}),
+                **({"unknown_macros": found} if (found := unknown_macros(r.entry.content)) else {}),
             }
         )
     return out

@@ -13,8 +13,11 @@ the same turn id picks the same entries (a retried turn renders the same prompt)
 * Budgets (SPEC, walking the ranked hits): a hit is taken only if its content fits the remaining
   ``max_total_chars`` and its class budget (always / scene / keyword), and, when set, the
   remaining ``max_total_tokens`` and its book's ``token_budget``; else it is skipped
-  (``over_budget``) and the next tried; after ``max_entries`` the rest are dropped
-  (``max_entries``). ``ignore_budget`` entries are taken anyway (and counted). An entry longer
+  (``over_budget``) and the next tried. The seed's ``max_entries`` caps the entries of the
+  seed's own books (made in nekoflow): once that many are taken, the rest of those are dropped
+  (``max_entries``). Imported SillyTavern books (``rules.source_format`` set) follow the budgets
+  alone, as SillyTavern has no entry-count cap. ``ignore_budget`` entries are taken anyway (and
+  counted). An entry longer
   than a whole budget it needs is, with ``config.oversize == "cut"``, cut to fit when it is first
   in line (nothing taken yet from its class or book budget); otherwise it is skipped with the
   budget it would need.
@@ -146,19 +149,24 @@ class _Budgets:
         return self.book_tokens.setdefault(hit.book.id, budget)
 
 
+def counts_toward_max_entries(hit: Hit) -> bool:
+    """Whether ``max_entries`` caps this hit: entries of the seed's own books (not imported)."""
+    return not hit.book.rules.source_format
+
+
 def apply_budgets(
     hits: Sequence[Hit], config: WorldBookRecallConfig, *, explain: bool = True
 ) -> tuple[list[tuple[Hit, int | None]], list[Drop]]:
-    """Walk the ranked hits under the budgets; returns (hit, cut_to) taken and the dropped
-    (``explain=False``: the ones past ``max_entries`` are not listed)."""
+    """Walk the ranked hits under the budgets; returns (hit, cut_to) taken and the dropped."""
     b = _Budgets(config)
     taken: list[tuple[Hit, int | None]] = []
     lost: list[Drop] = []
+    capped = 0  # entries taken from the seed's own books (max_entries counts only those)
     for hit in hits:
-        if len(taken) >= config.max_entries:
-            if not explain:
-                break
-            lost.append(dropped(hit.book, hit.entry, "max_entries"))
+        is_capped = counts_toward_max_entries(hit)
+        if is_capped and capped >= config.max_entries:
+            if explain:
+                lost.append(dropped(hit.book, hit.entry, "max_entries"))
             continue
         cls = class_of(hit)
         content = hit.entry.content
@@ -182,6 +190,7 @@ def apply_budgets(
             b.tokens = max(0, b.tokens - tokens)
         if book_left is not None:
             b.book_tokens[hit.book.id] = max(0, book_left - tokens)
+        capped += is_capped
         taken.append((hit, cut))
     return taken, lost
 

@@ -89,3 +89,25 @@ def test_test_match_reads_a_scopes_cooldowns_from_redis(
     assert {"entry_id": f"{book_id}-0", "reason": "cooldown"}.items() <= next(
         d for d in held["dropped"] if d["entry_id"] == f"{book_id}-0"
     ).items()
+
+
+def test_test_match_on_a_new_scope_scans_the_cards_greeting(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    """A scope's first turn writes the card's greeting, then recalls: test-match --scope with the
+    character scans the greeting too (lide_ai_v3's greeting names 沈念)."""
+    monkeypatch.setenv("NEKOFLOW_REDIS_URL", redis_url)
+    monkeypatch.setenv("NEKOFLOW_COOLDOWN_BACKEND", "redis")
+    monkeypatch.setenv("NEKOFLOW_LLM_CONTEXT_WINDOW", "131072")
+    get_settings.cache_clear()
+    card = CORPUS / "lide_ai_v3.json"
+    result = runner.invoke(app, ["character", "import", str(card)])
+    assert result.exit_code == 0, result.output
+    args = ["worldbook", "test-match", "最近怎么样？", "--json", "--character", "1"]
+    bare = json.loads(runner.invoke(app, args).output)
+    scoped = json.loads(runner.invoke(app, [*args, "--scope", "web:conversation:new"]).output)
+    bare_names = {m["entry_name"] for m in bare["matches"]}
+    scoped_names = {m["entry_name"] for m in scoped["matches"]}
+    assert "沈念_三面性" in scoped_names - bare_names
+    unnamed = runner.invoke(app, [*args[:3], "--scope", "web:conversation:new"])
+    assert unnamed.exit_code == 0 and "has no turns yet" in unnamed.output

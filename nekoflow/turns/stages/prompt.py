@@ -7,7 +7,7 @@ import logging
 from dataclasses import asdict
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
@@ -40,6 +40,7 @@ from nekoflow.turns.errors import TurnFailed
 from nekoflow.turns.models import (
     BeforeTurnResult,
     DispatchResult,
+    DroppedLore,
     InjectedEntry,
 )
 from nekoflow.turns.prompting import (
@@ -55,7 +56,7 @@ from nekoflow.turns.stages.common import (
     _Turn,
     turn_user_text,
 )
-from nekoflow.worldbook import WorldBookRecallContext, match_entries_v2
+from nekoflow.worldbook import RecallOutcome, WorldBookRecallContext, recall
 from nekoflow.worldbook.placement import DepthInsert
 
 log = logging.getLogger(__name__)
@@ -131,12 +132,17 @@ def books_for(deps: TurnDeps) -> BookCache:
 
 
 class PromptSettings(BaseSettings):
-    """Prompt-assembly settings (``NEKOFLOW_PROMPT_EXAMPLE_CHARS``, ``NEKOFLOW_MACRO_TIMEZONE``)."""
+    """Prompt-assembly settings (``NEKOFLOW_PROMPT_EXAMPLE_CHARS``, ``NEKOFLOW_MACRO_TIMEZONE``,
+    ``NEKOFLOW_UNKNOWN_MACROS``)."""
 
     model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
 
     prompt_example_chars: int = Field(default=2000, ge=0)
     macro_timezone: str = "UTC"
+    #: Macros nekoflow does not know (an extension's, e.g. MVU's
+    #: ``{{format_message_variable::…}}``): "keep" them as written (SillyTavern without the
+    #: extension) or "strip" them.
+    unknown_macros: Literal["keep", "strip"] = "keep"
 
     @field_validator("macro_timezone")
     @classmethod
@@ -173,6 +179,7 @@ def _macros(
         chat_seed=str(d.save_id),
         idle_seconds=d.real_time.get("elapsed_seconds"),
         tz=ZoneInfo(prompt_settings().macro_timezone),
+        strip_unknown=prompt_settings().unknown_macros == "strip",
         values={"input": turn_user_text(req, d)}
         | (
             {
@@ -251,7 +258,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
     )
     books = books_for(deps).books(s, versions=versions)
     messages = build_memory(rows, role_id=d.role_id)
-    recall = WorldBookRecallContext(
+    recall_context = WorldBookRecallContext(
         latest_user_message=req.content,
         recent_messages=messages,
         scene=scene,
@@ -260,13 +267,14 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         scope_id=d.scope_id,
         turn_id=turn_id,
     )
-    results = match_entries_v2(
-        recall,
+    outcome = recall(
+        recall_context,
         books,
         character_id=str(d.role_id),
         config=deps.recall_config,
         cooldowns=deps.cooldowns.snapshot(d.scope_id),
     )
+    results = outcome.results
     # Only entries whose sections reach the prompt count as injected (and cool down).
     lore, reached_results = lore_for_turn(
         results, deps.recall_config.max_total_chars, positioned=card is not None
@@ -302,6 +310,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
             for r in results
             if r.entry.id in reached
         ],
+        dropped=dropped_lore(outcome, reached),
         memories=len(memories.used),
         memory_refs=[m.model_dump(exclude_none=True) for m in memories.used],
         history_lines=len(kept),
@@ -316,6 +325,27 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         also=lambda s: _mark_used(deps, s, memories, now),
         session=s,
     )
+
+
+def dropped_lore(outcome: RecallOutcome, reached: set[str]) -> list[DroppedLore]:
+    """What the turn records of the lore it left out: the recall's drops, then the recalled
+    entries whose sections did not fit the prompt's lore characters (``sections``)."""
+    out = [
+        DroppedLore(
+            id=d.entry_id,
+            book_id=d.book_id,
+            reason=d.reason,
+            needed=d.needed,
+            available=d.available,
+            unit=d.unit,
+            budget=d.budget,
+        )
+        for d in outcome.dropped
+    ]
+    for result, book in zip(outcome.results, outcome.books, strict=True):
+        if result.entry.id not in reached:
+            out.append(DroppedLore(id=result.entry.id, book_id=book.id, reason="sections"))
+    return out
 
 
 def _mark_used(deps: TurnDeps, s: Session, memories: PromptMemories, now: datetime) -> None:
