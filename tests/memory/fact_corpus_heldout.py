@@ -25,7 +25,10 @@ HELDOUT: list[tuple[str, list[tuple[str, str]]]] = [
     ("my mom's name is Linda", [("user.family.mother.name", "Linda")]),
     # work, school, schedule
     ("我是护士,在市医院上班", [("user.job", "护士"), ("user.workplace", "市医院")]),
-    ("I work night shifts at the warehouse", [("user.schedule", "night shifts"), ("user.workplace", "the warehouse")]),
+    (
+        "I work night shifts at the warehouse",
+        [("user.schedule", "night shifts"), ("user.workplace", "the warehouse")],
+    ),
     ("我在浙大读研", [("user.school", "浙大")]),
     ("I'm a software engineer", [("user.job", "software engineer")]),
     ("这周我都上早班", [("user.schedule", "早班")]),
