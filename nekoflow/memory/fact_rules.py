@@ -509,3 +509,34 @@ def slot_label(slot: str) -> str:
     if slot.startswith("user.event."):
         return f"用户的经历·{slot.removeprefix('user.event.')}"
     return "用户的" + slot.removeprefix("user.")
+
+
+_SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
+_DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
+    (
+        re.compile(r"^用户的(.+)的名字$"),
+        lambda k: (
+            f"user.pet.{_SPECIES_OF_LABEL[k]}.name"
+            if k in _SPECIES_OF_LABEL
+            else f"user.family.{_RELATION_OF_LABEL.get(k, k)}.name"
+        ),
+    ),
+    (re.compile(r"^用户最喜欢的(.+)$"), lambda k: f"user.favourite.{k}"),
+    (re.compile(r"^用户的安排·(.+)$"), lambda k: f"user.plan.{k}"),
+    (re.compile(r"^用户的承诺·(.+)$"), lambda k: f"user.promise.{k}"),
+    (re.compile(r"^用户的经历·(.+)$"), lambda k: f"user.event.{k}"),
+    (re.compile(r"^用户的(.+)$"), lambda k: f"user.{k}"),
+)
+_SPECIES_OF_LABEL = {label: species for species, label in _SPECIES_LABEL.items()}
+_RELATION_OF_LABEL = {label: rel for rel, label in _RELATION_LABEL.items()}
+
+
+def slot_of_label(label: str) -> str | None:
+    """The slot a label names (the inverse of :func:`slot_label`), None for another title."""
+    if label in _SLOT_OF_LABEL:
+        return _SLOT_OF_LABEL[label]
+    for pattern, slot in _DYNAMIC_LABELS:
+        m = pattern.match(label)
+        if m:
+            return slot(m.group(1))
+    return None
