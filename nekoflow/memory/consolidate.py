@@ -97,8 +97,13 @@ def _subject(title: str, content: str) -> str:
 def _slot(text: str) -> tuple[str, str] | None:
     """The first fact the text states about the user (questions state nothing)."""
     for fact in extract_facts(text):
-        return slot_of_key(fact.key), _norm(fact.value)
+        return slot_of_key(fact.key), _value(fact.key, fact.slot, fact.value)
     return None
+
+
+def _value(key: str, slot: str, value: str) -> str:
+    """The value consolidation compares: for a liked/disliked thing, the polarity."""
+    return slot if key != slot and slot in ("user.likes", "user.dislikes") else _norm(value)
 
 
 def facts_of(title: str, content: str) -> Facts:
@@ -108,7 +113,7 @@ def facts_of(title: str, content: str) -> Facts:
         slot_name = slot_of_key(stated.key)
         return Facts(
             slot=slot_name,
-            value=_norm(stated.value),
+            value=_value(stated.key, stated.slot, stated.value),
             key=f"slot:{slot_name}"[:200],
             words=frozenset(terms(_norm(f"{title} {content}"))),
             content=content,

@@ -42,6 +42,7 @@ class FactView:
     key: str
     value: str
     sentence: str
+    slot: str = ""
 
 
 def fact_title(slot: str) -> str:
@@ -89,7 +90,7 @@ def read_fact(title: str, content: str) -> FactView | None:
     value = head[len(title) + 1 :].split(_HISTORY, 1)[0].strip()
     if slot is None or not value:
         return None
-    return FactView(fact_key(slot, value), value, said)
+    return FactView(fact_key(slot, value), value, said, slot)
 
 
 def fact_content_of(

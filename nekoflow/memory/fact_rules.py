@@ -463,6 +463,15 @@ RULES: tuple[Rule, ...] = (
         change=True,
     ),
     _r(
+        r"\b(?:my|our) (?P<k>vet|doctor|dentist|therapist|landlord|coach) (?:is|'s) (?P<v>(?-i:(?:Dr\.? |Mr\.? |Ms\.? |Mrs\.? )?[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}?))"
+        + _EN_END,
+        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+    ),
+    _r(
+        r"我(?:们)?(?:家)?的?(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*" + CN_RUN,
+        lambda m: [(f"user.{_THINGS_CN[m.group('k')]}", m.group("v"))],
+    ),
+    _r(
         rf"\b(?:my|our) new (?P<k>{_alt(_THINGS_EN)}) (?:is|'s) (?P<v>(?:Dr\. |Dr )?[A-Za-z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?)"
         + _EN_END,
         lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],

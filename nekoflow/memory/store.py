@@ -216,12 +216,10 @@ def write_memories(
         stated = read_fact(rec.title, rec.content) if adds and gone else None
         if stated is not None:  # the old value stays visible only dated beside the new one
             old = gone[-1]
-            old_value = read_fact(old.title, old.content) or facts_of(old.title, old.content)
-            rec.content = fact_content_of(
-                rec.title, stated, [(str(old_value.value), old.created_at)], now
-            )
+            was, shown_as = _old_value(old, rec.title)
+            rec.content = fact_content_of(rec.title, stated, [(shown_as, old.created_at)], now)
             index(rec)
-            _note_summaries(s, rec, str(old_value.value), stated.value, now, delta)
+            _note_summaries(s, rec, was, stated.value, now, delta)
         if adds:
             rec.updated_at = rec.updated_at or rec.created_at
             s.add(rec)
@@ -244,6 +242,17 @@ def write_memories(
         s.flush()
     _apply_stats(s, delta)
     return counts
+
+
+def _old_value(old: MemoryRecord, title: str) -> tuple[str, str]:
+    """The value a superseded memory held, and how to show it beside the new one (with its own
+    label when that differs: 用户喜欢:咖啡 beside 用户不喜欢:咖啡)."""
+    stated = read_fact(old.title, old.content)
+    if stated is not None:
+        shown = stated.value if old.title == title else f"{old.title}:{stated.value}"
+        return stated.value, shown
+    value = facts_of(old.title, old.content).value or ""
+    return value, value
 
 
 def _note_summaries(
