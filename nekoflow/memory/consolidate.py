@@ -22,6 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from nekoflow.memory.fact_memory import read_fact
@@ -106,8 +107,10 @@ def _value(key: str, slot: str, value: str) -> str:
     return slot if key != slot and slot in ("user.likes", "user.dislikes") else _norm(value)
 
 
+@lru_cache(maxsize=8192)
 def facts_of(title: str, content: str) -> Facts:
-    """The consolidation view of a memory (title and content as stored)."""
+    """The consolidation view of a memory (title and content as stored); cached, as the same
+    stored memories are read again by every write that may restate them."""
     stated = read_fact(title, content)
     if stated is not None:
         slot_name = slot_of_key(stated.key)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nekoflow.memory.fact_rules import slot_label, slot_of_label
+from nekoflow.memory.fact_labels import slot_label, slot_of_label
 from nekoflow.memory.facts import fact_key
 
 __all__ = [

@@ -9,9 +9,49 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-__all__ = ["CHANGE", "QUESTION_CLAUSE", "RULES", "THIRD_PERSON_START", "clean_value", "slot_label"]
+from nekoflow.memory.fact_vocab import (
+    JOB_CN as _JOB_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    JOBS_EN as _JOBS_EN,
+)
+from nekoflow.memory.fact_vocab import (
+    PAST_CN as _PAST_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    RELATION_CN as _RELATION_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    RELATION_EN as _RELATION_EN,
+)
+from nekoflow.memory.fact_vocab import (
+    SHIFTS_CN as _SHIFTS_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    SHIFTS_EN as _SHIFTS_EN,
+)
+from nekoflow.memory.fact_vocab import (
+    SPECIES_CN as _SPECIES_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    SPECIES_EN as _SPECIES_EN,
+)
+from nekoflow.memory.fact_vocab import (
+    THINGS_CN as _THINGS_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    THINGS_EN as _THINGS_EN,
+)
+from nekoflow.memory.fact_vocab import (
+    TIME_CN as _TIME_CN,
+)
+from nekoflow.memory.fact_vocab import (
+    TIME_EN as _TIME_EN,
+)
+
+__all__ = ["CHANGE", "QUESTION_CLAUSE", "RULES", "THIRD_PERSON_START", "clean_value"]
 
 IGNORE = re.IGNORECASE
 
@@ -40,74 +80,6 @@ NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做
 CN_RUN = rf"(?P<v>[{_CJK}A-Za-z0-9·]{{1,16}})"
 EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
 EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|now|either|because|since|more|these|when|if)\b)[A-Za-z][\w'-]*){0,2})"
-
-_SPECIES_CN = {
-    "猫咪": "cat", "小猫": "cat", "猫": "cat", "狗狗": "dog", "小狗": "dog", "狗": "dog",
-    "兔子": "rabbit", "兔兔": "rabbit", "仓鼠": "hamster", "鹦鹉": "parrot", "金鱼": "fish",
-    "乌龟": "turtle", "小鸟": "bird", "鸟": "bird",
-}  # fmt: skip
-_SPECIES_EN = {
-    "cat": "cat", "kitten": "cat", "kitty": "cat", "dog": "dog", "puppy": "dog", "pup": "dog",
-    "doggo": "dog", "rabbit": "rabbit", "bunny": "rabbit", "hamster": "hamster",
-    "parrot": "parrot", "fish": "fish", "turtle": "turtle", "bird": "bird",
-}  # fmt: skip
-_RELATION_CN = {
-    "妈妈": "mother", "老妈": "mother", "母亲": "mother", "妈": "mother", "爸爸": "father",
-    "老爸": "father", "父亲": "father", "爸": "father", "姐姐": "sister", "妹妹": "sister",
-    "哥哥": "brother", "弟弟": "brother", "老婆": "wife", "妻子": "wife", "老公": "husband",
-    "丈夫": "husband", "儿子": "son", "女儿": "daughter", "女朋友": "girlfriend",
-    "女友": "girlfriend", "男朋友": "boyfriend", "男友": "boyfriend", "奶奶": "grandma",
-    "外婆": "grandma", "姥姥": "grandma", "爷爷": "grandpa", "外公": "grandpa", "姥爷": "grandpa",
-    "室友": "roommate", "闺蜜": "best friend",
-}  # fmt: skip
-_RELATION_EN = {
-    "mom": "mother", "mum": "mother", "mother": "mother", "dad": "father", "father": "father",
-    "sister": "sister", "sis": "sister", "brother": "brother", "bro": "brother", "wife": "wife",
-    "husband": "husband", "son": "son", "daughter": "daughter", "girlfriend": "girlfriend",
-    "gf": "girlfriend", "boyfriend": "boyfriend", "bf": "boyfriend", "grandma": "grandma",
-    "grandmother": "grandma", "grandpa": "grandpa", "grandfather": "grandpa",
-    "roommate": "roommate", "best friend": "best friend", "partner": "partner",
-}  # fmt: skip
-_THINGS_CN = {"兽医": "vet", "医生": "doctor", "牙医": "dentist", "心理医生": "therapist",
-              "室友": "roommate", "老板": "boss", "领导": "boss", "手机": "phone", "车": "car"}  # fmt: skip
-_THINGS_EN = ("vet", "doctor", "dentist", "therapist", "roommate", "boss", "phone", "car",
-              "job", "apartment", "school", "manager", "landlord", "coach")  # fmt: skip
-_JOBS_EN = (
-    "software engineer|software developer|web developer|engineer|nurse|teacher|doctor|"
-    "student|developer|programmer|designer|graphic designer|writer|lawyer|accountant|chef|"
-    "cook|barista|cashier|driver|artist|musician|photographer|vet|veterinarian|pharmacist|"
-    "firefighter|police officer|cop|scientist|researcher|manager|waiter|waitress|mechanic|"
-    "electrician|librarian|translator|streamer|consultant|analyst|intern|data scientist|"
-    "paramedic|dentist|professor|tutor|illustrator|animator|game developer|freelancer|"
-    "journalist|editor|architect|carpenter|plumber|baker|pilot|flight attendant|soldier|"
-    "farmer|secretary|receptionist|salesperson|sales rep|product manager|project manager"
-)
-_JOB_CN = (
-    rf"[{_CJK}]{{0,4}}(?:工程师|程序员|设计师|护士|医生|老师|教师|警察|律师|会计|记者|作家|"
-    r"厨师|司机|学生|店长|经理|主播|画家|歌手|演员|研究生|大学生|高中生|初中生|公务员|工人|"
-    r"护工|保安|快递员|外卖员|骑手|兽医|编辑|翻译|销售|前台|客服|运营|产品经理|策划|博士生|"
-    r"实习生|店员|收银员|咖啡师|美甲师|理发师|插画师|UP主|up主|自由职业者)"
-)
-_SHIFTS_CN = r"大夜班|夜班|早班|晚班|白班|中班|三班倒|两班倒"
-_SHIFTS_EN = (
-    r"night shifts?|the night shift|day shifts?|the day shift|early shifts?|late shifts?|"
-    r"evening shifts?|graveyard shifts?|nights|weekends|double shifts"
-)
-_TIME_CN = (
-    r"(?:明天|后天|大后天|今晚|今天晚上|今天下午|今天|这周[一二三四五六日天末]|下周[一二三四五六日天末]?|"
-    r"下个?星期[一二三四五六日天]?|下个?礼拜[一二三四五六日天]?|下个月(?:\d{1,2}[号日])?|"
-    r"周[一二三四五六日末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]|月底|年底|"
-    r"\d{1,2}月\d{1,2}[号日]|\d{1,2}[号日])(?:上午|下午|晚上|早上|中午|傍晚)?"
-)
-_TIME_EN = (
-    r"(?:(?:next|this) )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    r"week|weekend|month|year)(?: (?:morning|afternoon|evening|night))?|tomorrow(?: (?:morning|"
-    r"afternoon|evening|night))?|tonight|later today|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?"
-)
-_PAST_CN = (
-    r"(?:昨天|前天|上周[一二三四五六日天末]?|上个?星期[一二三四五六日天]?|上个月|去年|刚刚|刚才)"
-)
 
 _TRAIL_CN = re.compile(
     r"(?:就好了|就好|就行了|就行|就可以了|就可以|好了|吧|啦|呀|啊|哦|喔|哈+|嘛|呢|了|的|哟|噢|咯|嘞|"
@@ -163,7 +135,11 @@ class Rule:
     #: The pattern names the user itself (我/I/my), so a third-person sentence start is no bar.
     first_person: bool = True
     change: bool = False
-    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def english(self) -> bool:
+        """An English rule (it starts at a word boundary): skipped for text without Latin."""
+        return self.pattern.pattern.startswith("\\b")
 
 
 def _one(slot: str) -> Callable[[re.Match[str]], list[tuple[str, str]]]:
@@ -478,74 +454,3 @@ RULES: tuple[Rule, ...] = (
         change=True,
     ),
 )
-
-_SPECIES_LABEL = {"cat": "猫", "dog": "狗", "rabbit": "兔子", "hamster": "仓鼠", "parrot": "鹦鹉",
-                  "fish": "鱼", "turtle": "乌龟", "bird": "鸟"}  # fmt: skip
-_RELATION_LABEL = {
-    "mother": "妈妈", "father": "爸爸", "sister": "姐妹", "brother": "兄弟", "wife": "妻子",
-    "husband": "丈夫", "son": "儿子", "daughter": "女儿", "girlfriend": "女朋友",
-    "boyfriend": "男朋友", "grandma": "奶奶/外婆", "grandpa": "爷爷/外公", "roommate": "室友",
-    "best friend": "好朋友", "partner": "伴侣",
-}  # fmt: skip
-_LABELS = {
-    "user.name": "用户的名字", "user.nickname": "用户希望被叫作", "user.age": "用户的年龄",
-    "user.birthday": "用户的生日", "user.home_city": "用户现在住的城市",
-    "user.hometown": "用户的老家", "user.job": "用户的职业", "user.workplace": "用户工作的地方",
-    "user.schedule": "用户的班次", "user.school": "用户的学校", "user.likes": "用户喜欢",
-    "user.dislikes": "用户不喜欢", "user.allergy": "用户过敏", "user.vet": "用户的兽医",
-    "user.doctor": "用户的医生", "user.dentist": "用户的牙医", "user.therapist": "用户的心理医生",
-    "user.roommate": "用户的室友", "user.boss": "用户的老板", "user.phone": "用户的手机",
-    "user.car": "用户的车",
-}  # fmt: skip
-
-
-def slot_label(slot: str) -> str:
-    """The slot in words, as the prompt shows it."""
-    if slot in _LABELS:
-        return _LABELS[slot]
-    parts = slot.split(".")
-    if slot.startswith("user.pet.") and len(parts) == 4:
-        return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}的名字"
-    if slot.startswith("user.family.") and len(parts) >= 4:
-        rel = ".".join(parts[2:-1])
-        return f"用户的{_RELATION_LABEL.get(rel, rel)}的名字"
-    if slot.startswith("user.favourite."):
-        return f"用户最喜欢的{slot.removeprefix('user.favourite.')}"
-    if slot.startswith("user.plan."):
-        return f"用户的安排·{slot.removeprefix('user.plan.')}"
-    if slot.startswith("user.promise."):
-        return f"用户的承诺·{slot.removeprefix('user.promise.')}"
-    if slot.startswith("user.event."):
-        return f"用户的经历·{slot.removeprefix('user.event.')}"
-    return "用户的" + slot.removeprefix("user.")
-
-
-_SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
-_DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
-    (
-        re.compile(r"^用户的(.+)的名字$"),
-        lambda k: (
-            f"user.pet.{_SPECIES_OF_LABEL[k]}.name"
-            if k in _SPECIES_OF_LABEL
-            else f"user.family.{_RELATION_OF_LABEL.get(k, k)}.name"
-        ),
-    ),
-    (re.compile(r"^用户最喜欢的(.+)$"), lambda k: f"user.favourite.{k}"),
-    (re.compile(r"^用户的安排·(.+)$"), lambda k: f"user.plan.{k}"),
-    (re.compile(r"^用户的承诺·(.+)$"), lambda k: f"user.promise.{k}"),
-    (re.compile(r"^用户的经历·(.+)$"), lambda k: f"user.event.{k}"),
-    (re.compile(r"^用户的(.+)$"), lambda k: f"user.{k}"),
-)
-_SPECIES_OF_LABEL = {label: species for species, label in _SPECIES_LABEL.items()}
-_RELATION_OF_LABEL = {label: rel for rel, label in _RELATION_LABEL.items()}
-
-
-def slot_of_label(label: str) -> str | None:
-    """The slot a label names (the inverse of :func:`slot_label`), None for another title."""
-    if label in _SLOT_OF_LABEL:
-        return _SLOT_OF_LABEL[label]
-    for pattern, slot in _DYNAMIC_LABELS:
-        m = pattern.match(label)
-        if m:
-            return slot(m.group(1))
-    return None

@@ -13,19 +13,21 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from nekoflow.memory.fact_labels import slot_label
 from nekoflow.memory.fact_rules import (
     CHANGE,
     QUESTION_CLAUSE,
     RULES,
     THIRD_PERSON_START,
     clean_value,
-    slot_label,
 )
 
 __all__ = ["Fact", "extract_facts", "fact_key", "is_question", "multi_valued", "same_value"]
 
 _SENTENCE = re.compile(r"[^。!?\n;]+[。!?;]*|[。!?;]+")
 _CLAUSE = re.compile(r"[^,、~]+[,、~]*")
+_LATIN = re.compile(r"[A-Za-z]{2}")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +110,9 @@ def extract_facts(message: str) -> list[Fact]:
             continue
         third = THIRD_PERSON_START.search(body) is not None
         change = CHANGE.search(body) is not None
+        latin, cjk = _LATIN.search(body) is not None, _HAN.search(body) is not None
         for rule in RULES:
-            if third and not rule.first_person:
+            if (third and not rule.first_person) or not (latin if rule.english else cjk):
                 continue
             for hit in rule.pattern.finditer(body):
                 for slot, value in rule.read(hit):
