@@ -24,12 +24,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.llm.base import ChatModel, LLMError
-from nekoflow.memory.consolidate import facts_of, slot_of_key
-from nekoflow.memory.fact_memory import read_fact, summary_note
-from nekoflow.memory.facts import same_value
+from nekoflow.memory.fact_updates import notes_for_facts
 from nekoflow.memory.history import load_history_rows
 from nekoflow.memory.settings import MemorySettings
-from nekoflow.memory.store import add_indexed, live_clause
+from nekoflow.memory.store import add_indexed
 from nekoflow.memory.summarize import SpanLine, llm_messages, next_span, rule_summary, span_facts
 from nekoflow.memory.window import line_text, window
 from nekoflow.storage.dialogue import Role, Save, utcnow
@@ -63,34 +61,6 @@ def _recent_rows(s: Session, save_id: int, settings: MemorySettings, done: set[i
         if not fits and any(r.id in done for r in rows[:keep_from]):
             return rows
         limit = None if limit >= 1 << 20 else limit * 4  # type: ignore[operator]
-
-
-def _changed_since(s: Session, role_id: int, scope_id: str, lines: Sequence[SpanLine]) -> str:
-    """Notes for the facts a span states whose slot now holds another value (a live fact)."""
-    notes: list[str] = []
-    now = utcnow()
-    for _ln, fact in span_facts(lines):
-        current = s.exec(
-            select(MemoryRecord)
-            .where(
-                live_clause(role_id, scope_id, now),
-                col(MemoryRecord.fact_key) == f"slot:{slot_of_key(fact.key)}",
-            )
-            .order_by(col(MemoryRecord.id).desc())
-            .limit(1)
-        ).first()
-        if current is None:
-            continue
-        stated = read_fact(current.title, current.content)
-        if stated is not None:
-            value = stated.value
-            same = same_value(value, fact.value) and stated.slot == fact.slot
-        else:
-            value = facts_of(current.title, current.content).value or ""
-            same = same_value(value, fact.value)
-        if not same and value:
-            notes.append(summary_note(current.title, value, current.created_at))
-    return " ".join(dict.fromkeys(notes))
 
 
 def _speaker(row: Any, role_name: str) -> str:
@@ -154,7 +124,8 @@ def summarize_save(
             part = rows[span[0] : span[1] + 1]
             lines = [SpanLine(r.id, _speaker(r, role_name), line_text(r), _role(r)) for r in part]
             text, by = _text(lines, model)
-            changed = _changed_since(s, save.role_id, save.scope_id, lines)
+            stated = [fact for _ln, fact in span_facts(lines)]
+            changed = notes_for_facts(s, save.role_id, save.scope_id, stated, utcnow())
             text = f"{text} {changed}" if changed else text
             values = {
                 "role_id": save.role_id,

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.memory.fact_memory import read_fact, update_line
+from nekoflow.memory.fact_updates import stale_notes
 from nekoflow.memory.store import add_indexed, write_memories
 from nekoflow.review import run_rule_review
 from nekoflow.review.autostate import InMemoryAutoState
@@ -156,3 +157,17 @@ def test_update_line_shows_old_values_only_beside_the_current_one() -> None:
     assert update_line("用户的名字", "林一", [], None) == "用户的名字:林一"
     line = update_line("用户的名字", "林一", [("林夏", at)], at + timedelta(days=1))
     assert line == "用户的名字:林一(此前:林夏,2026-01-05记;2026-01-06起改)"
+
+
+def test_a_past_round_stating_an_old_value_gets_the_current_one(
+    engine: Engine, role_id: int
+) -> None:
+    now = datetime.now(UTC)
+    _say(engine, role_id, "我的猫叫年糕,我住在北京", now - timedelta(days=9), "t1")
+    _say(engine, role_id, "我搬到成都了", now - timedelta(days=2), "t2")
+    with Session(engine) as s:
+        note = stale_notes(s, role_id, "web:u1", "我的猫叫年糕,我住在北京", now)
+        assert stale_notes(s, role_id, "web:u1", "我的猫叫年糕", now) == ""  # still current
+        assert stale_notes(s, role_id, "web:u1", "今天好累", now) == ""
+    day = (now - timedelta(days=2)).strftime("%Y-%m-%d")
+    assert note == f"(更新:用户现在住的城市已改为成都,{day})"
