@@ -149,7 +149,8 @@ def decide(new: Facts, existing: Sequence[Existing]) -> list[Decision]:
             if latest.facts.value != new.value:  # the newest statement wins
                 return [Decision("DELETE", e.id) for e in same] + [Decision("ADD")]
             if new.fact_row:  # restating a stated fact changes nothing
-                return [Decision("NOOP", latest.id) if latest.facts.fact_row else Decision("ADD")]
+                stated = [e for e in same if e.facts.fact_row]
+                return [Decision("NOOP", stated[-1].id) if stated else Decision("ADD")]
             if not latest.facts.fact_row:
                 op = "NOOP" if latest.facts.content == new.content else "UPDATE"
                 return [Decision(op, latest.id)]

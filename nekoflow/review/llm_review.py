@@ -218,7 +218,8 @@ def fill_from_rules(data: dict[str, Any], rule: ReviewOutput) -> dict[str, Any]:
     ``relationship_delta`` is the rule review's; each score the model did not give is the rule
     review's (the four quality scores then come from the AutoState cache, as in rule mode); and
     when ``should_write_memory`` is absent it is inferred from whether ``memory_items`` is
-    non-empty; absent ``facts`` are the rule review's. Everything the model did say wins.
+    non-empty. Everything the model did say wins; ``facts`` are the model's alone (none when it
+    gives none).
     """
     out = dict(data)
     if out.get("relationship_delta") is None and rule.relationship_delta is not None:
@@ -231,8 +232,6 @@ def fill_from_rules(data: dict[str, Any], rule: ReviewOutput) -> dict[str, Any]:
             out["scores"] = {**rule.scores.model_dump(), **given}
     if "should_write_memory" not in out and isinstance(out.get("memory_items"), list):
         out["should_write_memory"] = bool(out["memory_items"])
-    if "facts" not in out:  # a model not asked for facts (an older prompt): the rules' facts
-        out["facts"] = [f.model_dump() for f in rule.facts]
     return out
 
 

@@ -95,3 +95,17 @@ def test_questions_and_false_triggers_hold_no_slot_and_values_are_trimmed() -> N
         facts_of("", "用户:叫我小满就好\n角色:好"), [_ex(2, "用户:我叫小满\n角色:嗯")]
     )
     assert [d.op for d in restated] == ["UPDATE"]  # the same value: not a contradiction
+
+
+def test_a_restated_fact_is_a_noop_on_the_stated_fact_whatever_came_after() -> None:
+    fact = _ex(1, "用户的名字:小明\n原话:我叫小明", title="用户的名字")
+    turn = _ex(2, "用户:谢谢你,我叫小明\n角色:嗯")
+    again = facts_of("用户的名字", "用户的名字:小明\n原话:谢谢你,我叫小明")
+    assert decide(again, [fact, turn]) == [Decision("NOOP", 1)]
+    assert decide(again, [turn]) == [Decision("ADD")]  # no stated fact yet: it is written
+    other = facts_of("用户的名字", "用户的名字:小红\n原话:我叫小红")
+    assert decide(other, [fact, turn]) == [
+        Decision("DELETE", 1),
+        Decision("DELETE", 2),
+        Decision("ADD"),
+    ]

@@ -41,14 +41,14 @@ def test_the_models_facts_are_kept_and_bad_ones_dropped() -> None:
     ]
 
 
-def test_an_answer_without_facts_takes_the_rules_facts() -> None:
+def test_the_facts_are_the_models_alone() -> None:
     rule = run_rule_review(TURN, autostate=InMemoryAutoState())
-    out = parse_review("{}", rule)
-    assert [(f.slot, f.value) for f in out.facts] == [
+    assert [(f.slot, f.value) for f in rule.facts] == [
         ("user.nickname", "小满"),
         ("user.pet.cat.name", "年糕"),
     ]
-    assert parse_review('{"facts": []}', rule).facts == []  # the model said: none
+    assert parse_review("{}", rule).facts == []  # the model stated none: none are written
+    assert parse_review('{"facts": "年糕"}', rule).facts == []  # not a list: none
 
 
 def test_old_stored_outputs_still_validate() -> None:
