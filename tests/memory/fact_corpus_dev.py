@@ -123,4 +123,10 @@ DEV: list[tuple[str, list[tuple[str, str]]]] = [
     ("I'm tired", []),
     ("call me when you're free", []),
     ("我刚刚叫外卖了", []),
+    # found while probing casual chat after the first measurement
+    ("我爱死你了", []),
+    ("我喜欢这样", []),
+    ("我住了三天院", []),
+    ("我喜欢上一个人了", []),
+    ("I love how you said that", []),
 ]
