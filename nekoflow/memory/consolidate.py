@@ -9,9 +9,11 @@
   is added.
 
 A *slot* is something a person has one of at a time: their name, age, home, birthday, a
-favourite X. Slots are detected by rules in Chinese and English on what the user said (for a
-rule review's ``用户:…`` / ``角色:…`` memory, the user's line only, so the character introducing
-itself is not taken for the user). Pure: no I/O.
+favourite X, a pet's name. Slots are what :mod:`nekoflow.memory.facts` reads from what the user
+said (for a rule review's ``用户:…`` / ``角色:…`` memory, the user's line only, so the character
+introducing itself is not taken for the user; a question states nothing). A stated-fact memory
+(:mod:`nekoflow.memory.fact_memory`) restated with the same value is a NOOP; a new value
+supersedes it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -20,36 +22,37 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
+from nekoflow.memory.fact_memory import read_fact
+from nekoflow.memory.facts import extract_facts
 from nekoflow.memory.lexical import terms
 
-__all__ = ["Decision", "Existing", "Facts", "decide", "facts_of", "jaccard"]
+__all__ = ["Decision", "Existing", "Facts", "decide", "facts_of", "jaccard", "slot_of_key"]
 
 RESTATE_SIMILARITY = 0.7
 """Term-set Jaccard similarity from which a memory counts as restating another."""
 
-_VALUE = r"(?![他她你它])([^\s,,。.!!??;;、~]{1,16})"
-_PARTICLES = "呀啊哦呢吧啦嘛哈哟噢喔"
-_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("name", re.compile(r"我的名字(?:是|叫)" + _VALUE)),
-    ("name", re.compile(r"(?:^|[^你他她它])我叫" + _VALUE)),
-    ("name", re.compile(r"叫我" + _VALUE)),
-    ("name", re.compile(r"\bmy name is ([a-z][\w'-]{0,30})")),
-    ("name", re.compile(r"\bcall me ([a-z][\w'-]{0,30})")),
-    ("age", re.compile(r"我(?:今年)?(\d{1,3})岁")),
-    ("age", re.compile(r"\bi am (\d{1,3}) years? old")),
-    ("age", re.compile(r"\bi'm (\d{1,3}) years? old")),
-    ("home", re.compile(r"我(?:现在)?住在" + _VALUE)),
-    ("home", re.compile(r"\bi live in ([a-z][\w' -]{0,30}?)(?:[,.!?]|$)")),
-    ("birthday", re.compile(r"我的生日是" + _VALUE)),
-    ("birthday", re.compile(r"\bmy birthday is ([\w ]{1,20}?)(?:[,.!?]|$)")),
-)
-_FAVOURITE = (
-    re.compile(r"我最喜欢的([^\s,,。的]{1,6})是" + _VALUE),
-    re.compile(r"\bmy fav(?:ou?rite) ([a-z]{2,20}) is ([a-z][\w' -]{0,30}?)(?:[,.!?]|$)"),
-)
 _SPLIT = re.compile(r"^(?:用户|user)\s*[::]\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_LEGACY = {
+    "user.name": "name",
+    "user.nickname": "name",
+    "user.age": "age",
+    "user.home_city": "home",
+    "user.birthday": "birthday",
+}
+"""Fact keys under the slot names consolidation used before the extractor (stored keys)."""
+
+
+def slot_of_key(key: str) -> str:
+    """The consolidation slot of a fact key (``user.name`` → ``name``, ``user.favourite.x`` →
+    ``favourite:x``, any other key as it is)."""
+    if key in _LEGACY:
+        return _LEGACY[key]
+    if key.startswith("user.favourite."):
+        return "favourite:" + key.removeprefix("user.favourite.")
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,8 @@ class Facts:
     key: str
     words: frozenset[str]
     content: str
+    #: A stated-fact memory (``用户的名字:小满``), not a turn's conversation memory.
+    fact_row: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +96,32 @@ def _subject(title: str, content: str) -> str:
 
 
 def _slot(text: str) -> tuple[str, str] | None:
-    for pattern in _FAVOURITE:
-        m = pattern.search(text)
-        if m:
-            value = m.group(2).strip()
-            return f"favourite:{m.group(1).strip()}", value.rstrip(_PARTICLES) or value
-    for name, pattern in _SLOTS:
-        m = pattern.search(text)
-        if m:
-            return name, m.group(1).strip().rstrip(_PARTICLES) or m.group(1).strip()
+    """The first fact the text states about the user (questions state nothing)."""
+    for fact in extract_facts(text):
+        return slot_of_key(fact.key), _value(fact.key, fact.slot, fact.value)
     return None
 
 
+def _value(key: str, slot: str, value: str) -> str:
+    """The value consolidation compares: for a liked/disliked thing, the polarity."""
+    return slot if key != slot and slot in ("user.likes", "user.dislikes") else _norm(value)
+
+
+@lru_cache(maxsize=8192)
 def facts_of(title: str, content: str) -> Facts:
-    """The consolidation view of a memory (title and content as stored)."""
+    """The consolidation view of a memory (title and content as stored); cached, as the same
+    stored memories are read again by every write that may restate them."""
+    stated = read_fact(title, content)
+    if stated is not None:
+        slot_name = slot_of_key(stated.key)
+        return Facts(
+            slot=slot_name,
+            value=_value(stated.key, stated.slot, stated.value),
+            key=f"slot:{slot_name}"[:200],
+            words=frozenset(terms(_norm(f"{title} {content}"))),
+            content=content,
+            fact_row=True,
+        )
     subject = _norm(_subject(title, content))
     slot = _slot(subject)
     key = f"slot:{slot[0]}" if slot else "t:" + re.sub(r"\W+", "", _norm(title))[:60]
@@ -129,10 +146,16 @@ def decide(new: Facts, existing: Sequence[Existing]) -> list[Decision]:
         same = [e for e in existing if e.facts.slot == new.slot]
         if same:
             latest = same[-1]
-            if latest.facts.value == new.value:
+            if latest.facts.value != new.value:  # the newest statement wins
+                return [Decision("DELETE", e.id) for e in same] + [Decision("ADD")]
+            if new.fact_row:  # restating a stated fact changes nothing
+                stated = [e for e in same if e.facts.fact_row]
+                return [Decision("NOOP", stated[-1].id) if stated else Decision("ADD")]
+            if not latest.facts.fact_row:
                 op = "NOOP" if latest.facts.content == new.content else "UPDATE"
                 return [Decision(op, latest.id)]
-            return [Decision("DELETE", e.id) for e in same] + [Decision("ADD")]
+            # a turn's memory restating a stated fact: judged by its words, like any other
+            existing = [e for e in existing if not e.facts.fact_row]
     best: Existing | None = None
     best_sim = 0.0
     for e in existing:

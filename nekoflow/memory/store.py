@@ -22,6 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
 from nekoflow.memory.consolidate import Existing, decide, facts_of, model_decision
+from nekoflow.memory.fact_memory import fact_content_of, read_fact, summary_note
 from nekoflow.memory.lexical import doc_terms, index_text, scope_token
 from nekoflow.memory.scoring import Candidate, extended_expiry
 from nekoflow.memory.search import corpus_stats, lexical_ids
@@ -52,6 +53,9 @@ class ConsolidationCounts:
     unchanged: int = 0
     superseded: int = 0
 
+
+SUMMARY_NOTES = 50
+"""At most this many summaries gain a note when a fact they state changes."""
 
 RETRIEVED = ("fact", "summary")
 """The kinds of memory retrieval scores: facts and (older) summaries."""
@@ -184,7 +188,12 @@ def write_memories(
     """
     counts = ConsolidationCounts()
     delta: Counter[tuple[str, str]] = Counter()
-    for i, rec in enumerate(rows):
+    # Stated facts first: a turn's own memory that restates one is then judged beside it.
+    order = sorted(
+        range(len(rows)), key=lambda i: read_fact(rows[i].title, rows[i].content) is None
+    )
+    for i in order:
+        rec = rows[i]
         index(rec)
         op, target = decided[i] if decided is not None and i < len(decided) else (None, None)
         shown = _shown(s, rec, target, now) if op in ("UPDATE", "DELETE", "NOOP") else None
@@ -203,6 +212,14 @@ def write_memories(
                 ],
             )
         adds = [d for d in decisions if d.op == "ADD"]
+        gone = [existing[d.target] for d in decisions if d.op == "DELETE" and d.target in existing]
+        stated = read_fact(rec.title, rec.content) if adds and gone else None
+        if stated is not None:  # the old value stays visible only dated beside the new one
+            old = gone[-1]
+            was, shown_as = _old_value(old, rec.title)
+            rec.content = fact_content_of(rec.title, stated, [(shown_as, old.created_at)], now)
+            index(rec)
+            _note_summaries(s, rec, was, stated.value, now, delta)
         if adds:
             rec.updated_at = rec.updated_at or rec.created_at
             s.add(rec)
@@ -225,6 +242,52 @@ def write_memories(
         s.flush()
     _apply_stats(s, delta)
     return counts
+
+
+def _old_value(old: MemoryRecord, title: str) -> tuple[str, str]:
+    """The value a superseded memory held, and how to show it beside the new one (with its own
+    label when that differs: 用户喜欢:咖啡 beside 用户不喜欢:咖啡)."""
+    stated = read_fact(old.title, old.content)
+    if stated is not None:
+        shown = stated.value if old.title == title else f"{old.title}:{stated.value}"
+        return stated.value, shown
+    value = facts_of(old.title, old.content).value or ""
+    return value, value
+
+
+def _note_summaries(
+    s: Session,
+    rec: MemoryRecord,
+    old_value: str,
+    new_value: str,
+    now: datetime,
+    delta: Counter[tuple[str, str]],
+) -> None:
+    """Live summaries of the scope that state ``old_value`` gain a dated note of the new value,
+    so a summary never presents a superseded value as current."""
+    if len(old_value) < 2 and not old_value.isdigit():
+        return
+    pattern = "%" + old_value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    note = summary_note(rec.title, new_value, now)
+    rows = s.exec(
+        select(MemoryRecord)
+        .where(
+            live_clause(rec.role_id, rec.scope_id, now, kinds=("summary",)),
+            col(MemoryRecord.content).ilike(pattern, escape="\\"),
+        )
+        .limit(SUMMARY_NOTES)
+    ).all()
+    for summary in rows:
+        if note in summary.content:
+            continue
+        _stat_delta(summary, -1, delta)
+        summary.content = f"{summary.content} {note}"
+        summary.terms = index_text(
+            summary.role_id, summary.scope_id, summary.title, summary.content
+        )
+        summary.embedding = summary.embedding_model = None
+        _stat_delta(summary, +1, delta)
+        s.add(summary)
 
 
 def _restate(

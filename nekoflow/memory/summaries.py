@@ -1,6 +1,11 @@
 """SQL shell of summaries: summarise a save's oldest unsummarised span that lies outside the
 recent window into a ``summary`` memory (what the ``memory`` queue's task runs).
 
+Reads only the newest lines it needs (the window, the span and the lines back to the last
+summarised one), not the whole conversation, once summaries keep up with it. A fact the span
+states that has since changed (a newer live fact of the same slot) is noted in the summary, so
+it never presents the old value as current.
+
 Idempotent: a summary is keyed by its span's first line (a unique index on ``(role_id,
 scope_id, span_from_line)``, written with ``ON CONFLICT DO NOTHING``), so a retried or
 duplicated task writes each summary once. The model writes the summary when one is given
@@ -19,12 +24,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.llm.base import ChatModel, LLMError
+from nekoflow.memory.fact_updates import notes_for_facts
 from nekoflow.memory.history import load_history_rows
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import add_indexed
-from nekoflow.memory.summarize import SpanLine, llm_messages, next_span, rule_summary
+from nekoflow.memory.summarize import SpanLine, llm_messages, next_span, rule_summary, span_facts
 from nekoflow.memory.window import line_text, window
-from nekoflow.storage.dialogue import Role, Save
+from nekoflow.storage.dialogue import Role, Save, utcnow
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 
@@ -33,6 +39,28 @@ __all__ = ["summarize_save"]
 log = logging.getLogger(__name__)
 
 SUMMARY_CHARS = 300
+FIRST_READ = 512
+"""Lines of the newest path a summary task reads first (four times more while it must)."""
+
+
+def _role(row: Any) -> str:
+    return {"assistant": "assistant", "system": "system"}.get(row.attribute, "user")
+
+
+def _recent_rows(s: Session, save_id: int, settings: MemorySettings, done: set[int]) -> list[Any]:
+    """The newest lines of the path (root first) the next spans need: the window, and back to
+    the newest summarised line before it (the whole path while there is none)."""
+    limit: int | None = max(FIRST_READ, settings.summary_span_lines * 4)
+    room = settings.context_tokens - settings.prompt_tokens - settings.summary_tokens
+    while True:
+        rows = load_history_rows(s, save_id, limit=limit)
+        if limit is None or len(rows) < limit:  # the whole path
+            return rows
+        keep_from = len(rows) - len(window(rows, settings.min_window_tokens, estimate_tokens))
+        fits = len(window(rows, room, estimate_tokens)) == len(rows)
+        if not fits and any(r.id in done for r in rows[:keep_from]):
+            return rows
+        limit = None if limit >= 1 << 20 else limit * 4  # type: ignore[operator]
 
 
 def _speaker(row: Any, role_name: str) -> str:
@@ -71,14 +99,6 @@ def summarize_save(
         if save is None or save.last_message_id is None:
             return 0
         role = s.get(Role, save.role_id)
-        rows = load_history_rows(s, save_id)  # the whole active path, root first
-        # History that fits the prompt's room for it needs no summary at all; beyond that,
-        # everything older than the smallest window is summarised.
-        room = settings.context_tokens - settings.prompt_tokens - settings.summary_tokens
-        if len(window(rows, room, estimate_tokens)) == len(rows):
-            return 0
-        keep_from = len(rows) - len(window(rows, settings.min_window_tokens, estimate_tokens))
-        ids = [r.id for r in rows]
         done = set(
             s.exec(
                 select(MemoryRecord.span_to_line).where(
@@ -88,14 +108,25 @@ def summarize_save(
                 )
             ).all()
         )
+        rows = _recent_rows(s, save_id, settings, done)
+        # History that fits the prompt's room for it needs no summary at all; beyond that,
+        # everything older than the smallest window is summarised.
+        room = settings.context_tokens - settings.prompt_tokens - settings.summary_tokens
+        if len(window(rows, room, estimate_tokens)) == len(rows):
+            return 0
+        keep_from = len(rows) - len(window(rows, settings.min_window_tokens, estimate_tokens))
+        ids = [r.id for r in rows]
         role_name = role.name if role is not None else "角色"
         for _ in range(max_spans):
             span = next_span(ids, keep_from, done, settings.summary_span_lines)
             if span is None:
                 break
             part = rows[span[0] : span[1] + 1]
-            lines = [SpanLine(r.id, _speaker(r, role_name), line_text(r)) for r in part]
+            lines = [SpanLine(r.id, _speaker(r, role_name), line_text(r), _role(r)) for r in part]
             text, by = _text(lines, model)
+            stated = [fact for _ln, fact in span_facts(lines)]
+            changed = notes_for_facts(s, save.role_id, save.scope_id, stated, utcnow())
+            text = f"{text} {changed}" if changed else text
             values = {
                 "role_id": save.role_id,
                 "scope_id": save.scope_id,

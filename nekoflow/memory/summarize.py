@@ -1,8 +1,9 @@
 """Summaries of older dialogue: which span to summarise next, and the rule-based summary.
 
-The rule summary keeps what a character must not forget — names people gave, promises,
-choices and decisions, likes and dislikes — in the speakers' own words, cut to a budget; when a
-span has none of those, its first and last lines stand for it. Pure: no I/O.
+The rule summary keeps what a character must not forget — names people gave, the facts users
+stated about themselves (pets, family, work, places, likes, dates, plans: read by
+:mod:`nekoflow.memory.facts`), promises, choices and decisions — cut to a budget, facts first;
+only when a span has none of those do its first and last lines stand for it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nekoflow.memory.consolidate import facts_of
+from nekoflow.memory.facts import Fact, extract_facts
 
-__all__ = ["SpanLine", "llm_messages", "next_span", "rule_summary"]
+__all__ = ["SpanLine", "llm_messages", "next_span", "rule_summary", "span_facts"]
 
 _SENTENCE = re.compile(r"[^。!?!?\n;;.]+[。!?!?;;.]?")
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -46,6 +47,24 @@ class SpanLine:
     id: int
     speaker: str
     text: str
+    #: "user", "assistant" or "system" ("" when unknown): a character's lines state no user facts.
+    role: str = ""
+
+
+_NAMES = ("user.name", "user.nickname")
+
+
+def span_facts(lines: Sequence[SpanLine]) -> list[tuple[SpanLine, Fact]]:
+    """The facts stated in a span by whoever is not the character (or not known to be), in
+    order; for the character, only the name it gives."""
+    found: list[tuple[SpanLine, Fact]] = []
+    for ln in lines:
+        if not ln.speaker or ln.role == "system":
+            continue
+        for fact in extract_facts(ln.text):
+            if ln.role != "assistant" or fact.slot in _NAMES:
+                found.append((ln, fact))
+    return found
 
 
 def next_span(
@@ -74,13 +93,17 @@ def rule_summary(lines: Sequence[SpanLine], budget_chars: int = 300) -> str:
         return ""
     speakers = list(dict.fromkeys(ln.speaker for ln in lines if ln.speaker))
     parts: list[str] = []
-    names = []
-    for ln in lines:
-        f = facts_of("", ln.text) if ln.speaker else None
-        if f is not None and f.slot == "name" and f.value:
-            names.append(f"{ln.speaker}自称{f.value}")
+    stated = span_facts(lines)
+    names = [f"{ln.speaker}自称{f.value}" for ln, f in stated if f.slot in _NAMES]
     if names:
         parts.append("名字:" + ";".join(dict.fromkeys(names)))
+    facts = [
+        f"{f.label.replace('用户', ln.speaker, 1)}:{f.value}"
+        for ln, f in stated
+        if f.slot not in _NAMES
+    ]
+    if facts:
+        parts.append("事实:" + ";".join(dict.fromkeys(facts)))
     for label, pattern in _KINDS:
         found = [
             f"{ln.speaker}:{_clip(m.group(), 60)}"

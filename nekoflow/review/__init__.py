@@ -8,6 +8,7 @@ from nekoflow.review.autostate import AutoStateCache, InMemoryAutoState
 from nekoflow.review.models import (
     ChoiceLevel,
     ContinuityLevel,
+    FactItem,
     MemoryItem,
     PlotUpdate,
     RelationshipDelta,
@@ -25,6 +26,7 @@ __all__ = [
     "AutoStateCache",
     "ChoiceLevel",
     "ContinuityLevel",
+    "FactItem",
     "InMemoryAutoState",
     "MemoryItem",
     "PlotUpdate",

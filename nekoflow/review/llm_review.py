@@ -21,6 +21,7 @@ from nekoflow.llm.base import ChatModel
 from nekoflow.redact import safe_error
 from nekoflow.review.models import (
     RELATIONSHIP_DIMENSIONS,
+    FactItem,
     ReviewInput,
     ReviewOutput,
     ReviewScore,
@@ -49,8 +50,17 @@ JSON 结构:
   "scores": {"character_fidelity": 0-1, "immersion": 0-1, "relationship_progress": 0-1,
              "story_progress": 0-1, "memory_value": 0-1, "world_consistency": 0-1,
              "user_engagement": 0-1, "risk": 0-1},
-  "skipped": bool
+  "skipped": bool,
+  "facts": [{"slot": str, "value": str, "sentence": str, "change": bool}]
 }
+facts 是用户在 user_message 里陈述的关于自己的事实(没有就给 [])。slot 用这些名字:
+user.name、user.nickname、user.age、user.birthday、user.home_city、user.hometown、user.job、
+user.workplace、user.schedule、user.school、user.pet.<cat|dog|rabbit|…>.name、
+user.family.<mother|father|sister|brother|…>.name、user.likes、user.dislikes、user.allergy、
+user.favourite.<类别>、user.plan.<事件>(value 为时间)、user.event.<事件>(value 为时间)、
+user.vet 等。value 只写值本身("叫我小满就好" 的 value 是 "小满");sentence 是原句;
+取代了以前的值(搬家、换了、不再…)时 change 为 true。提问不是陈述("你还记得我叫什么吗"
+没有事实),别人的事实、角色说的话也不算。
 关系增量为本轮的变化量,每个维度在 -5 到 5 之间。普通闲聊 skipped 为 true。
 existing_memories 是已有的记忆(id、title、content)。每条 memory_items 与它们对照:
 重述了某条已有记忆(内容有补充或更新)时 op 为 UPDATE,memory_id 为那条记忆的 id;
@@ -147,6 +157,8 @@ def clamp_output(data: dict[str, Any]) -> dict[str, Any]:
         fixed.setdefault("reason", "")
         fixed = {k: v for k, v in fixed.items() if v is not None or k in ("plot_node_id",)}
         out["relationship_delta"] = fixed
+    if "facts" in out:
+        out["facts"] = _valid_facts(out["facts"])
     items = out.get("memory_items")
     if isinstance(items, list):
         fixed_items = []
@@ -161,6 +173,22 @@ def clamp_output(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
+MAX_FACTS = 20
+"""At most this many facts of one turn are kept from a model's answer."""
+
+
+def _valid_facts(facts: Any) -> list[dict[str, Any]]:
+    """The model's facts that validate (a slot ``user.…``, a value); the others are dropped, so
+    one malformed fact costs only itself, not the whole review."""
+    if not isinstance(facts, list):
+        return []
+    kept: list[dict[str, Any]] = []
+    for fact in facts[:MAX_FACTS]:
+        try:
+            kept.append(FactItem.model_validate(fact).model_dump())
+        except ValidationError:
+            continue
+    return kept
 
 
 def _memory_op(item: dict[str, Any]) -> dict[str, Any]:
@@ -190,7 +218,8 @@ def fill_from_rules(data: dict[str, Any], rule: ReviewOutput) -> dict[str, Any]:
     ``relationship_delta`` is the rule review's; each score the model did not give is the rule
     review's (the four quality scores then come from the AutoState cache, as in rule mode); and
     when ``should_write_memory`` is absent it is inferred from whether ``memory_items`` is
-    non-empty. Everything the model did say wins.
+    non-empty. Everything the model did say wins; ``facts`` are the model's alone (none when it
+    gives none).
     """
     out = dict(data)
     if out.get("relationship_delta") is None and rule.relationship_delta is not None:

@@ -80,6 +80,21 @@ class MemoryItem(_Model):
     memory_id: int | None = None
 
 
+class FactItem(_Model):
+    """A fact the user stated about themselves: a slot (``user.name``, ``user.pet.cat.name``),
+    the value alone and the sentence it came from; ``change`` when it replaces an older value."""
+
+    slot: str = Field(min_length=6, max_length=120, pattern=r"^user\.[^\s:][^:\n]*$")
+    value: str = Field(min_length=1, max_length=200)
+    sentence: str = Field(default="", max_length=500)
+    change: bool = False
+
+    @field_validator("value", "sentence", mode="before")
+    @classmethod
+    def _trimmed(cls, v: Any) -> Any:
+        return " ".join(v.split()) if isinstance(v, str) else v
+
+
 RELATIONSHIP_DIMENSIONS: tuple[str, ...] = (
     "affection",
     "trust",
@@ -258,6 +273,9 @@ class ReviewOutput(_Model):
 
     should_write_memory: bool = False
     memory_items: list[MemoryItem] = Field(default_factory=list)
+    #: Facts the user stated about themselves (stored as long-term memories by slot, whatever
+    #: ``should_write_memory`` says); absent in older outputs.
+    facts: list[FactItem] = Field(default_factory=list)
     relationship_delta: RelationshipDelta | None = None
     plot_update: PlotUpdate | None = None
     world_book_update: WorldBookUpdate | None = None

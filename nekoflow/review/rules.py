@@ -1,4 +1,5 @@
-"""The rule review: keyword lists, relationship delta, memory value, memory write, scores, skip.
+"""The rule review: keyword lists, relationship delta, memory value, memory write, the facts the
+user stated (:mod:`nekoflow.memory.facts`), scores, skip.
 
 Pure logic (no I/O besides an optional AutoState read). Every rule follows SPEC "Review":
 which text each keyword list reads, the exact increments, thresholds and caps.
@@ -12,10 +13,12 @@ from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from nekoflow.memory.facts import extract_facts
 from nekoflow.review.autostate import QUALITY_FIELDS, AutoStateCache, process_autostate
 from nekoflow.review.models import (
     ChoiceLevel,
     ContinuityLevel,
+    FactItem,
     MemoryItem,
     PlotUpdate,
     RelationshipDelta,
@@ -223,6 +226,14 @@ def memory_item(inp: ReviewInput, value: float) -> MemoryItem:
     )
 
 
+def stated_facts(inp: ReviewInput) -> list[FactItem]:
+    """The facts the user's message states about the user (questions state nothing)."""
+    return [
+        FactItem(slot=f.slot, value=f.value, sentence=f.sentence[:500], change=f.change)
+        for f in extract_facts(inp.user_message)
+    ]
+
+
 def plot_update(inp: ReviewInput) -> PlotUpdate | None:
     """A plot-node suggestion for important, turning-point and ending choices."""
     level = inp.choice_level
@@ -319,15 +330,18 @@ def run_rule_review(
     dtotal = total_delta(delta)
     value = memory_value(inp, kw)
     write = should_write_memory(inp, value, dtotal)
+    facts = stated_facts(inp)
     skipped = (
         inp.choice_level is None
         and value < SKIP_THRESHOLD
         and inp.continuity_level not in ABSENCE_LEVELS
         and not write
+        and not facts
     )
     return ReviewOutput(
         should_write_memory=write,
         memory_items=[memory_item(inp, value)] if write else [],
+        facts=facts,
         relationship_delta=delta,
         plot_update=plot_update(inp),
         world_book_update=world_book_update(inp),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from nekoflow.memory.fact_memory import FACT_IMPORTANCE, fact_content, fact_title
 from nekoflow.review.models import ReviewOutput
 from nekoflow.settings import Settings
 from nekoflow.storage.turns import MemoryRecord, PlotNode
@@ -31,9 +32,26 @@ def memory_rows(
     at: datetime,
     settings: Settings,
 ) -> list[MemoryRecord]:
-    """The memory records of ``out`` (none unless it says to write memory), stamped ``at``."""
+    """The memory records of ``out``, stamped ``at``: its memory items (none unless it says to
+    write memory), then the facts the user stated (long-term, whatever the flag says)."""
+    facts = [
+        MemoryRecord(
+            role_id=role_id,
+            scope_id=scope_id,
+            turn_id=turn_id,
+            target="user",
+            mem_type="long",
+            title=fact_title(f.slot),
+            content=fact_content(f.slot, f.value, f.sentence),
+            importance=FACT_IMPORTANCE,
+            ttl="long",
+            expires_at=memory_expiry("long", at, settings),
+            created_at=at,
+        )
+        for f in out.facts
+    ]
     if not out.should_write_memory:
-        return []
+        return facts
     return [
         MemoryRecord(
             role_id=role_id,
@@ -49,7 +67,7 @@ def memory_rows(
             created_at=at,
         )
         for item in out.memory_items
-    ]
+    ] + facts
 
 
 def plot_rows(

@@ -85,3 +85,27 @@ def test_english_restatement_and_distinct_fact() -> None:
 def test_jaccard() -> None:
     assert jaccard(frozenset("ab"), frozenset("bc")) == 1 / 3
     assert jaccard(frozenset(), frozenset()) == 0.0
+
+
+def test_questions_and_false_triggers_hold_no_slot_and_values_are_trimmed() -> None:
+    for text in ("你还记得我叫什么吗?", "我叫了个外卖", "我现在住在哪座城市呀?", "what's my name?"):
+        assert facts_of("", f"用户:{text}\n角色:嗯").slot is None, text
+    assert facts_of("", "用户:叫我小满就好\n角色:好").value == "小满"
+    restated = decide(
+        facts_of("", "用户:叫我小满就好\n角色:好"), [_ex(2, "用户:我叫小满\n角色:嗯")]
+    )
+    assert [d.op for d in restated] == ["UPDATE"]  # the same value: not a contradiction
+
+
+def test_a_restated_fact_is_a_noop_on_the_stated_fact_whatever_came_after() -> None:
+    fact = _ex(1, "用户的名字:小明\n原话:我叫小明", title="用户的名字")
+    turn = _ex(2, "用户:谢谢你,我叫小明\n角色:嗯")
+    again = facts_of("用户的名字", "用户的名字:小明\n原话:谢谢你,我叫小明")
+    assert decide(again, [fact, turn]) == [Decision("NOOP", 1)]
+    assert decide(again, [turn]) == [Decision("ADD")]  # no stated fact yet: it is written
+    other = facts_of("用户的名字", "用户的名字:小红\n原话:我叫小红")
+    assert decide(other, [fact, turn]) == [
+        Decision("DELETE", 1),
+        Decision("DELETE", 2),
+        Decision("ADD"),
+    ]
