@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Security
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy import text
 
-from nekoflow.api.deps import ApiState, StateDep, _bearer, require_token
+from nekoflow.api.deps import ApiState, StateDep, require_token
 from nekoflow.api.schemas import HealthCheck, HealthResponse
 from nekoflow.settings import Settings
 
@@ -129,14 +130,20 @@ def deep_checks(state: ApiState) -> dict[str, HealthCheck]:
 )
 def healthz(
     state: StateDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    request: Request,
     deep: Annotated[
         bool, Query(description="Run every `nekoflow doctor` check (needs the API token).")
     ] = False,
 ) -> JSONResponse:
     """Check every dependency; 503 names the failing ones. ``deep=1``: the doctor's checks,
     only with ``Authorization: Bearer <NEKOFLOW_API_TOKEN>`` (they probe bots and the model)."""
-    if deep:
+    if deep:  # the header is read here: the shallow check stays open (load balancers)
+        scheme, token = get_authorization_scheme_param(request.headers.get("Authorization"))
+        credentials = (
+            HTTPAuthorizationCredentials(scheme=scheme, credentials=token)
+            if scheme.lower() == "bearer" and token
+            else None
+        )
         require_token(state, credentials)
         checks = deep_checks(state)
         failing = [name for name, check in checks.items() if not check.ok]

@@ -339,6 +339,9 @@ def test_deep_healthz_needs_the_token(
 ) -> None:
     client = make_api_client(llm_base_url=llm.base_url, broker_visibility_timeout=30)
     assert client.get("/healthz?deep=1").status_code == 401
+    wrong = {"Authorization": "Bearer not-the-token"}
+    assert client.get("/healthz?deep=1", headers=wrong).status_code == 401
+    assert client.get("/healthz").status_code == 200  # the shallow check stays open
     r = client.get("/healthz?deep=1", headers={"Authorization": "Bearer test-token-doctor"})
     data = r.json()
     assert r.status_code == 503 and "leases" in data["failing"]
