@@ -4,6 +4,7 @@ the model and the lease settings, each bounded by a short timeout."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -55,11 +56,22 @@ def record_sweep(settings: Settings, client: Any = None) -> None:
 
 def database(settings: Settings, timeout: float) -> Check:
     """Connect, and find the tables (created by the first worker, gateway or API start)."""
-    from sqlalchemy import create_engine, inspect
+    from sqlalchemy import inspect
+
+    from nekoflow.storage import make_engine
 
     url = settings.database_url
+    path = url.split("///", 1)[1] if url.startswith("sqlite:///") else ""
+    if path and path != ":memory:" and not Path(path).is_file():  # connecting would create it
+        return Check(
+            "database",
+            False,
+            f"{url}: no such file",
+            "start a worker, gateway or `nekoflow serve` here once, or correct "
+            "NEKOFLOW_DATABASE_URL (a relative SQLite path depends on the current directory)",
+        )
     args: dict[str, Any] = {} if url.startswith("sqlite") else {"connect_timeout": int(timeout)}
-    engine = create_engine(url.replace("postgres://", "postgresql://", 1), connect_args=args)
+    engine = make_engine(url, connect_args=args)
     shown = where(url) if not url.startswith("sqlite") else url
     try:
         with engine.connect() as conn:

@@ -126,9 +126,13 @@ def test_database_redis_broker_and_leases_ok(settings: Settings, engine, redis_u
 
 
 def test_database_without_schema_says_how_to_create_it(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()
     s = Settings(database_url=f"sqlite:///{tmp_path / 'empty.db'}")
     check = probes.database(s, 2.0)
     assert not check.ok and "no nekoflow tables" in check.detail and "schema" in check.fix
+    absent = probes.database(Settings(database_url=f"sqlite:///{tmp_path / 'no.db'}"), 2.0)
+    assert not absent.ok and "NEKOFLOW_DATABASE_URL" in absent.fix
+    assert not (tmp_path / "no.db").exists()  # the check created nothing
 
 
 def test_redis_down_is_one_line_naming_the_setting(settings: Settings) -> None:
