@@ -55,6 +55,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "nekoflow.memory.cli:memory_app",
         "A character's long-term memories of a scope: list, show, forget.",
     ),
+    "doctor": (
+        "nekoflow.doctor.cli:doctor_command",
+        "Check every part of the deployment: one line each, ✓ or what to fix (exit 1 if any).",
+    ),
     "gateway": (
         "nekoflow.cli:gateway_app",
         "Platform gateways: processes that hold a platform connection (polling, sockets).",

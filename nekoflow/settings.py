@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     broker_visibility_timeout: int = Field(default=3600, gt=0)
 
     # LLM
-    llm_provider: Literal["scripted", "openai"] = "scripted"
+    #: "scripted" (offline canned replies) or "openai" (any OpenAI-compatible server). Unset:
+    #: inferred by :attr:`effective_llm_provider` (openai when a base URL or an API key is set).
+    llm_provider: Literal["scripted", "openai"] | None = None
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: SecretStr | None = None
@@ -144,6 +146,12 @@ class Settings(BaseSettings):
     #: "off" (default), "otlp" (the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
     #: variables; needs ``pip install 'nekoflow[otel]'``) or "console" (spans on stdout).
     tracing: Literal["off", "otlp", "console"] = "off"
+
+    @field_validator("llm_provider", mode="before")
+    @classmethod
+    def _blank_provider_is_unset(cls, value: Any) -> Any:
+        # NEKOFLOW_LLM_PROVIDER= (compose's ${VAR:-}) means "not chosen": infer it.
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("database_url")
     @classmethod
@@ -231,6 +239,11 @@ class Settings(BaseSettings):
             u.startswith(("redis://", "rediss://")) for u in urls
         )
 
+    @property
+    def effective_llm_provider(self) -> Literal["scripted", "openai"]:
+        """The model provider in use: NEKOFLOW_LLM_PROVIDER when set, else inferred."""
+        return infer_llm_provider(self)[0]
+
     def _backend(self, choice: str) -> str:
         if choice == "auto":
             return "redis" if self.redis_configured else "memory"
@@ -273,6 +286,20 @@ class Settings(BaseSettings):
     def redis_key(self, *parts: str) -> str:
         """A namespaced Redis key: ``{redis_prefix}:{part}:{part}…``."""
         return ":".join((self.redis_prefix, *parts))
+
+
+def infer_llm_provider(settings: Settings) -> tuple[Literal["scripted", "openai"], str]:
+    """The model provider and why: the explicit NEKOFLOW_LLM_PROVIDER; else "openai" when
+    NEKOFLOW_LLM_BASE_URL (a compatible server) or NEKOFLOW_LLM_API_KEY (the official endpoint)
+    is set; else the offline "scripted" model."""
+    if settings.llm_provider is not None:
+        return settings.llm_provider, "NEKOFLOW_LLM_PROVIDER"
+    if settings.llm_base_url is not None and settings.llm_base_url.strip():
+        return "openai", "inferred from NEKOFLOW_LLM_BASE_URL"
+    key = settings.llm_api_key
+    if key is not None and key.get_secret_value().strip():
+        return "openai", "inferred from NEKOFLOW_LLM_API_KEY"
+    return "scripted", "no NEKOFLOW_LLM_BASE_URL or NEKOFLOW_LLM_API_KEY set"
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready
 
 from nekoflow.settings import get_settings
 
@@ -37,3 +37,18 @@ def _check_shared_state(sender: Any = None, **_: Any) -> None:
     warning = in_process_state_warning(broker)
     if warning:
         log.warning(warning)
+
+
+@worker_ready.connect
+def _name_the_model(**_: Any) -> None:
+    """One line naming the model provider, server and model this worker answers with."""
+    from nekoflow.llm.factory import describe_model
+
+    try:
+        level, line = describe_model(get_settings())
+    except Exception as exc:  # bad settings are reported by the tasks themselves
+        log.error("model: settings unreadable (%s)", type(exc).__name__)
+        return
+    if log.getEffectiveLevel() > level:  # shown at the worker's default level (WARNING) too
+        log.setLevel(level)
+    log.log(level, line)

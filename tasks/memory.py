@@ -29,7 +29,7 @@ def _model() -> ChatModel | None:
     """The chat model for summaries (``NEKOFLOW_MEMORY_SUMMARY_MODE``), or None: the rules."""
     mode = get_memory_settings().summary_mode
     deps = get_deps()
-    if mode == "llm" or (mode == "auto" and deps.settings.llm_provider == "openai"):
+    if mode == "llm" or (mode == "auto" and deps.settings.effective_llm_provider == "openai"):
         return deps.chat_model
     return None
 

@@ -12,6 +12,7 @@ from typing import Any
 from celery import Task, chain
 from celery.utils.log import get_task_logger
 
+from nekoflow.doctor.probes import record_sweep
 from nekoflow.redact import scope_label
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStatus
 from nekoflow.turns.enqueue import submit_turn
@@ -186,6 +187,7 @@ def republish_stuck() -> list[str]:
 @app.task(name="nekoflow.sweep", ignore_result=True)
 def sweep() -> list[str]:
     """Beat task: re-publish stuck turns so a crashed worker or lost message loses no turn."""
+    record_sweep(get_deps().settings)  # for ``nekoflow doctor``: beat is alive
     republished = republish_stuck()
     if republished:
         log.warning("sweeper re-published %d stuck turn(s): %s", len(republished), republished)

@@ -23,8 +23,15 @@ def serve_command(
     ] = "info",
 ) -> None:
     """Serve the HTTP API (world books, turns, Web chat, health; settings from NEKOFLOW_* vars)."""
+    import logging
+
     import uvicorn
 
+    from nekoflow.llm.factory import describe_model
+    from nekoflow.settings import get_settings
+
+    level, line = describe_model(get_settings())  # which model the API's AI endpoints use
+    typer.echo(f"{logging.getLevelName(level)}:  {line}", err=True)
     uvicorn.run(
         "nekoflow.api.app:create_app",
         factory=True,

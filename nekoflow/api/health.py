@@ -4,18 +4,22 @@
 ones in ``failing`` otherwise. Each check is bounded by a short timeout. An in-memory broker
 (``memory://``) is always reachable. Redis is checked whenever the app has a Redis client or the
 settings use Redis (broker, cooldowns, event bus or AutoState); with none of those it is reported
-ok as "not used".
+ok as "not used". ``?deep=1`` (bearer token required) runs every ``nekoflow doctor`` check
+instead: queue consumers, beat, the model, each platform bot; each failing one says the fix.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy import text
 
-from nekoflow.api.deps import ApiState, StateDep
+from nekoflow.api.deps import ApiState, StateDep, require_token
 from nekoflow.api.schemas import HealthCheck, HealthResponse
 from nekoflow.settings import Settings
 
@@ -103,14 +107,50 @@ def check_config(settings: Settings) -> HealthCheck:
     return HealthCheck(ok=True, detail=path if Path(path).is_file() else f"{path} absent: defaults")
 
 
+def deep_checks(state: ApiState) -> dict[str, HealthCheck]:
+    """``nekoflow doctor``'s checks (queues, beat, model, platform bots …) and config.ini."""
+    from nekoflow.doctor import run_checks
+
+    checks = {
+        c.name: HealthCheck(ok=c.ok, detail=c.detail, fix=c.fix or None)
+        for c in run_checks(state.settings)
+    }
+    checks["config"] = check_config(state.settings)
+    return checks
+
+
 @router.get(
     "/healthz",
     response_model=HealthResponse,
-    responses={503: {"model": HealthResponse, "description": "A dependency is unreachable"}},
-    summary="Database, Redis and broker reachability",
+    responses={
+        401: {"description": "deep=1 without the bearer token"},
+        503: {"model": HealthResponse, "description": "A dependency is unreachable"},
+    },
+    summary="Database, Redis and broker reachability (deep=1: every nekoflow doctor check)",
 )
-def healthz(state: StateDep) -> JSONResponse:
-    """Check every dependency; 503 names the failing ones."""
+def healthz(
+    state: StateDep,
+    request: Request,
+    deep: Annotated[
+        bool, Query(description="Run every `nekoflow doctor` check (needs the API token).")
+    ] = False,
+) -> JSONResponse:
+    """Check every dependency; 503 names the failing ones. ``deep=1``: the doctor's checks,
+    only with ``Authorization: Bearer <NEKOFLOW_API_TOKEN>`` (they probe bots and the model)."""
+    if deep:  # the header is read here: the shallow check stays open (load balancers)
+        scheme, token = get_authorization_scheme_param(request.headers.get("Authorization"))
+        credentials = (
+            HTTPAuthorizationCredentials(scheme=scheme, credentials=token)
+            if scheme.lower() == "bearer" and token
+            else None
+        )
+        require_token(state, credentials)
+        checks = deep_checks(state)
+        failing = [name for name, check in checks.items() if not check.ok]
+        status = "unavailable" if failing else "ok"
+        body = HealthResponse(status=status, checks=checks, failing=failing)
+        content = body.model_dump(exclude_none=True)
+        return JSONResponse(status_code=503 if failing else 200, content=content)
     checks = {
         "database": check_database(state),
         "redis": check_redis(state),
@@ -119,4 +159,5 @@ def healthz(state: StateDep) -> JSONResponse:
     }
     failing = [name for name, check in checks.items() if not check.ok]
     body = HealthResponse(status="unavailable" if failing else "ok", checks=checks, failing=failing)
-    return JSONResponse(status_code=503 if failing else 200, content=body.model_dump())
+    content = body.model_dump(exclude_none=True)
+    return JSONResponse(status_code=503 if failing else 200, content=content)

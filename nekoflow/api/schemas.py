@@ -273,6 +273,8 @@ class HealthCheck(BaseModel):
 
     ok: bool
     detail: str = ""
+    #: ``?deep=1``: what to do when the check fails (names the setting or command).
+    fix: str | None = None
 
 
 class HealthResponse(BaseModel):

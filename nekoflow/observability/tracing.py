@@ -99,6 +99,12 @@ def tracer() -> Any:
                 mode = get_settings().tracing
                 if mode != "off":
                     setup(mode)
+            except ImportError as exc:  # the optional extra is not installed
+                log.error(
+                    "tracing disabled: NEKOFLOW_TRACING needs pip install 'nekoflow[otel]' "
+                    "(%s is missing)",
+                    exc.name,
+                )
             except Exception as exc:  # tracing never stops a worker
                 log.error("tracing disabled: %s", type(exc).__name__)
         return _state["tracer"]

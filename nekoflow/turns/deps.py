@@ -70,7 +70,7 @@ class TurnDeps:
     def model_named(self, name: str) -> ChatModel:
         """This deployment's provider serving model ``name`` (a quota's fallback model)."""
         if name not in self._models:
-            if self.settings.llm_provider == "openai":
+            if self.settings.effective_llm_provider == "openai":
                 from nekoflow.llm.factory import make_chat_model
 
                 self._models[name] = make_chat_model(

@@ -77,4 +77,7 @@ def test_no_server_errors(case: Case) -> None:
     ``false`` for a number, as intended) and ``positive_data_acceptance`` (valid-looking input is
     refused for reasons a schema cannot say: unknown ids, unknown channels, NUL characters).
     """
-    case.call_and_validate(headers=AUTH, excluded_checks=[LAX, NEEDS_STATE])
+    excluded = [LAX, NEEDS_STATE]
+    if case.path == "/healthz":  # a documented 503: ?deep=1 finds no workers or model here
+        excluded.append(schemathesis.checks.not_a_server_error)
+    case.call_and_validate(headers=AUTH, excluded_checks=excluded)

@@ -23,8 +23,10 @@ idempotency key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -52,6 +54,14 @@ from nekoflow.platforms.onebot.sender import stream_key
 from nekoflow.platforms.onebot.settings import OneBotSettings
 
 log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 10.0
+"""How often a connected bot's heartbeat key is refreshed (it lives three times as long)."""
+
+
+def heartbeat_key(prefix: str, self_id: str) -> str:
+    """The Redis key present while bot ``self_id`` has a socket open (``nekoflow doctor``)."""
+    return f"{prefix}:onebot:connected:{self_id}"
 
 GROUP = "gateway"
 CONSUMER = "gateway"
@@ -136,6 +146,7 @@ class OneBotGateway:
         sender = None
         if role in ("universal", "api"):
             sender = asyncio.create_task(self._send_loop(connection, self_id))
+        beat = asyncio.create_task(self._heartbeat(self_id))
         try:
             async for raw in connection:
                 await self._on_frame(raw, self_id, role)
@@ -145,7 +156,24 @@ class OneBotGateway:
             if sender is not None:
                 sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
             log.info("onebot bot %s disconnected", self_id)
+
+    async def _heartbeat(self, self_id: str) -> None:
+        """Keep ``heartbeat_key`` set (TTL) while this socket is open; delete it at the end."""
+        key = heartbeat_key(self.prefix, self_id)
+        ttl = int(HEARTBEAT_SECONDS * 3)
+        try:
+            while True:
+                try:
+                    await asyncio.to_thread(self.redis.set, key, str(int(time.time())), ex=ttl)
+                except redis.RedisError as exc:  # never drops the connection
+                    log.warning("onebot bot %s: heartbeat not stored (%s)", self_id, exc)
+                await asyncio.sleep(HEARTBEAT_SECONDS)
+        finally:
+            with contextlib.suppress(redis.RedisError):
+                await asyncio.to_thread(self.redis.delete, key)
 
     async def _on_frame(self, raw: str | bytes, self_id: str, role: str) -> None:
         try:

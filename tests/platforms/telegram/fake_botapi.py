@@ -64,6 +64,8 @@ class FakeState:
     offsets: list[int | None] = field(default_factory=list)
     new_updates: threading.Condition | None = None
     next_message_id: int = 1000
+    #: The URL the last setWebhook registered ("" after deleteWebhook), for getWebhookInfo.
+    webhook_url: str = ""
 
 
 class FakeBotApi:
@@ -192,7 +194,13 @@ def handle(state: FakeState, token: str, method: str, params: dict[str, Any]) ->
     if method == "getMe":
         return 200, {"ok": True, "result": {"id": 1, "is_bot": True, "username": "nekobot"}}
     if method in ("deleteWebhook", "setWebhook"):
+        with state.lock:
+            state.webhook_url = str(params.get("url") or "") if method == "setWebhook" else ""
         return 200, {"ok": True, "result": True, "description": "Webhook was deleted"}
+    if method == "getWebhookInfo":
+        with state.lock:
+            url = state.webhook_url
+        return 200, {"ok": True, "result": {"url": url, "pending_update_count": 0}}
     if method == "sendChatAction":
         return 200, {"ok": True, "result": True}
     if method == "getUpdates":
