@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.onebot.settings import OneBotSettings
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight
 
 err_console = Console(stderr=True)
 console = Console()
@@ -39,8 +40,10 @@ def onebot_gateway_command(
     port: Annotated[
         int | None, typer.Option("--port", help="Listen port (default NEKOFLOW_ONEBOT_WS_PORT)")
     ] = None,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Accept OneBot v11 reverse WebSockets; events become turns, replies go back on the socket."""
+    configure_logging(log_level)
     from nekoflow.platforms.onebot.gateway import OneBotGateway
     from nekoflow.redis_client import make_redis
     from nekoflow.settings import get_settings
@@ -58,6 +61,7 @@ def onebot_gateway_command(
         raise typer.Exit(2)
     base = get_settings()
     engine = make_engine(base.database_url)
+    preflight(engine, base.database_url, base.redis_url)  # replies wait in Redis streams
     create_all(engine)
 
     def submit(event: dict, self_id: str) -> object:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.qqbot.settings import QQBotSettings
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight_settings
 
 err_console = Console(stderr=True)
 console = Console()
@@ -31,8 +32,10 @@ def qqbot_gateway_command(
     bot: Annotated[
         list[str] | None, typer.Option("--bot", help="Bot name (repeatable); default: all")
     ] = None,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Connect gateway-mode QQ bots to the QQ gateway (identify, heartbeat, resume)."""
+    configure_logging(log_level)
     from nekoflow.platforms.qqbot.gateway import QQBotGateway
     from nekoflow.platforms.qqbot.sender import make_client
 
@@ -52,6 +55,7 @@ def qqbot_gateway_command(
     from tasks import enqueue_turn
 
     base = get_settings()
+    preflight_settings(base)
 
     def submit(payload: dict, name: str) -> object:
         return enqueue_turn("qqbot", payload, bot=name)

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight
 from nekoflow.platforms.telegram.settings import TelegramSettings
 
 err_console = Console(stderr=True)
@@ -34,8 +35,10 @@ def telegram_gateway_command(
         bool,
         typer.Option("--set-webhook", help="Register the webhook of webhook-mode bots and exit"),
     ] = False,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Long-poll Telegram (getUpdates, offset kept in SQL) for polling-mode bots."""
+    configure_logging(log_level)
     from nekoflow.platforms.telegram.client import BotApiClient
     from nekoflow.platforms.telegram.gateway import run_gateways
     from nekoflow.platforms.telegram.gateway import set_webhook as register
@@ -73,6 +76,7 @@ def telegram_gateway_command(
 
     base = get_settings()
     engine = make_engine(base.database_url)
+    preflight(engine, base.database_url, base.redis_url if base.redis_configured else None)
     create_all(engine)
 
     def submit(update: dict, name: str) -> object:

@@ -21,6 +21,7 @@ from sqlmodel import Session
 from nekoflow.delivery.base import RetryLater
 from nekoflow.delivery.tables import PlatformCursor
 from nekoflow.errors import InputError
+from nekoflow.platforms.runtime import reason
 from nekoflow.platforms.telegram.client import BotApiClient, TelegramError
 from nekoflow.platforms.telegram.settings import TelegramBot, TelegramSettings
 from nekoflow.storage.dialogue import utcnow
@@ -136,9 +137,7 @@ class PollingGateway:
                 stop.wait(delay)
                 delay = min(delay * 2, backoff_max)
             except Exception as exc:  # database hiccup: the offset did not move, nothing lost
-                log.error(
-                    "telegram %s: %s; again in %.0fs", self.bot.name, type(exc).__name__, delay
-                )
+                log.error("telegram %s: %s; again in %.0fs", self.bot.name, reason(exc), delay)
                 stop.wait(delay)
                 delay = min(delay * 2, backoff_max)
 
