@@ -105,6 +105,8 @@ class LLMError(NekoflowError):
     """
 
     retryable: bool = False
+    #: the model server's host[:port] (set by the client that called it; no credentials)
+    host: str | None = None
 
     def __init__(
         self, message: str, *, status_code: int | None = None, detail: str | None = None

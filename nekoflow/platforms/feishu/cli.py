@@ -153,6 +153,9 @@ def feishu_gateway_command(
             raise typer.Exit(1)
         return
     preflight_settings(base)
+    from tasks.runtime import get_deps
+
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
     code = run_long_connections(connected, fs, client)
     if code:
         raise typer.Exit(code)

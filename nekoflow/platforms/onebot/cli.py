@@ -49,6 +49,7 @@ def onebot_gateway_command(
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     settings = _settings_or_exit()
     if port is not None:
@@ -63,6 +64,7 @@ def onebot_gateway_command(
     engine = make_engine(base.database_url)
     preflight(engine, base.database_url, base.redis_url)  # replies wait in Redis streams
     create_all(engine)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(event: dict, self_id: str) -> object:
         return enqueue_turn("qq", event, bot=self_id)

@@ -53,9 +53,11 @@ def qqbot_gateway_command(
         raise typer.Exit(2)
     from nekoflow.settings import get_settings
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     base = get_settings()
     preflight_settings(base)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(payload: dict, name: str) -> object:
         return enqueue_turn("qqbot", payload, bot=name)

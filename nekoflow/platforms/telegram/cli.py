@@ -73,15 +73,21 @@ def telegram_gateway_command(
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     base = get_settings()
     engine = make_engine(base.database_url)
     preflight(engine, base.database_url, base.redis_url if base.redis_configured else None)
     create_all(engine)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(update: dict, name: str) -> object:
         return enqueue_turn("telegram", update, bot=name)
 
     names = ", ".join(b.name for b in pollers)
     console.print(f"polling Telegram for bot(s) {escape(names)} — Ctrl-C to stop")
-    run_gateways(engine, settings, pollers, submit)
+    errors = run_gateways(engine, settings, pollers, submit)
+    for line in errors:
+        err_console.print(f"[red]error:[/red] {escape(line)}")
+    if errors:
+        raise typer.Exit(1)
