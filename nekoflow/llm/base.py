@@ -82,6 +82,8 @@ class ChatResult(BaseModel):
     model: str = ""
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
+    #: The server reported no usage: the token counts are nekoflow's estimate.
+    usage_estimated: bool = False
     finish_reason: str | None = None
     latency_ms: float = Field(default=0.0, ge=0)
     #: Streamed calls: milliseconds from the request to the first text delta (else None).

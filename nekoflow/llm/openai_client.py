@@ -168,6 +168,9 @@ class OpenAIChatModel:
         parts = urlsplit(self.base_url)
         #: the model server's host[:port], named by error reasons (NEKOFLOW_LLM_BASE_URL)
         self.host = (parts.hostname or "?") + (f":{parts.port}" if parts.port else "")
+        #: ask streams for their usage (``stream_options``); off once the server refused it
+        self.stream_usage_option = True
+        self.warned_no_usage = False
         self._client: openai.OpenAI | None = None
         self._client_pid: int | None = None
         self._lock = threading.Lock()
