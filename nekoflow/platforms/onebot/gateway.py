@@ -41,6 +41,7 @@ from nekoflow.delivery import outbox
 from nekoflow.delivery.settings import get_delivery_settings
 from nekoflow.delivery.tables import SETTLED
 from nekoflow.errors import InputError
+from nekoflow.platforms.onebot.guard import StoreGuard
 from nekoflow.platforms.onebot.protocol import (
     bearer,
     client_role,
@@ -58,8 +59,6 @@ log = logging.getLogger(__name__)
 GROUP = "gateway"
 CONSUMER = "gateway"
 MAX_RETRIES = 5
-MAX_HELD = 1000
-"""Events kept in memory while they cannot be stored (the sockets are closed meanwhile)."""
 
 Submit = Callable[[dict[str, Any], str], Any]
 """(event, self id) → stores the event as a turn (``enqueue_turn``)."""
@@ -105,11 +104,9 @@ class OneBotGateway:
         self._locks: dict[str, asyncio.Lock] = {}
         self._refusals = RateLimited(log)
         self._connections: set[ServerConnection] = set()
-        #: why events cannot be stored now (the database or Redis unreachable), else None
-        self.down: str | None = None
-        #: events received when storing failed, stored again once the outage is over
-        self._held: list[tuple[dict[str, Any], str]] = []
-        self._recovery: asyncio.Task[None] | None = None
+        #: events cannot be stored now: held, bots kept away until they can
+        self.guard = StoreGuard(self._probe, submit)
+        self._closing: set[asyncio.Task[None]] = set()
         #: streams whose consumer group must be made (again) before the next read
         self._regroup: set[str] = set()
         self.sent = 0
@@ -121,12 +118,12 @@ class OneBotGateway:
         logged at WARNING with the reason and the peer, at most once a minute per peer and
         reason: an implementation retries every few seconds), and everyone with 503 while
         events cannot be stored."""
-        if self.down is not None:
+        if self.guard.down is not None:
             return self._refuse(
                 connection,
                 HTTPStatus.SERVICE_UNAVAILABLE,
                 "cannot store events now, try again later",
-                f"events cannot be stored: {self.down}",
+                f"events cannot be stored: {self.guard.down}",
             )
         url = urlsplit(request.path)
         path = url.path.rstrip("/") or "/"
@@ -194,7 +191,7 @@ class OneBotGateway:
         headers = connection.request.headers
         self_id = headers["X-Self-ID"].strip()
         role = client_role(headers.get("X-Client-Role")) or "universal"
-        if self.down is not None:  # the outage began during the handshake
+        if self.guard.down is not None:  # the outage began during the handshake
             await connection.close(code=1013, reason="try again later")
             return
         log.info("onebot bot %s connected (%s)", self_id, role)
@@ -230,8 +227,8 @@ class OneBotGateway:
             return
         if is_meta(frame) or role == "api":
             return
-        if self.down is not None:  # arrived on a socket being closed: keep it for later
-            self._hold(frame, self_id)
+        if self.guard.down is not None:  # arrived on a socket being closed: keep it for later
+            self.guard.hold(frame, self_id)
             return
         try:
             await asyncio.to_thread(self.submit, frame, self_id)
@@ -239,67 +236,29 @@ class OneBotGateway:
             log.warning("onebot bot %s: event ignored, bad field %s", self_id, exc.field)
         except Exception as exc:
             if is_unreachable(exc):  # the implementation won't resend: hold it, stop accepting
-                self._hold(frame, self_id)
+                self.guard.hold(frame, self_id)
                 self._outage(exc)
             else:
                 log.error("onebot bot %s: event not stored (%s)", self_id, reason(exc))
 
     # -- the database or Redis unreachable ---------------------------------------------------
 
-    def _hold(self, frame: dict[str, Any], self_id: str) -> None:
-        if len(self._held) >= MAX_HELD:
-            log.error("onebot bot %s: event dropped, %d already held", self_id, MAX_HELD)
-            return
-        self._held.append((frame, self_id))
-
     def _outage(self, exc: BaseException) -> None:
-        """Stop accepting events: close every bot's socket, refuse new ones with 503 until the
-        database and Redis answer again (then store the held events)."""
-        if self.down is None:
-            self.down = reason(exc)
-            log.error(
-                "onebot: %s; closing bot connections and refusing new ones until it is back",
-                self.down,
-            )
+        """Stop accepting events until the database and Redis answer again: close every bot's
+        socket (new ones are refused with 503 meanwhile)."""
+        if self.guard.trip(exc):
             for conn in list(self._connections):
-                asyncio.get_running_loop().create_task(
+                task = asyncio.get_running_loop().create_task(
                     conn.close(code=1013, reason="try again later")
                 )
-        if self._recovery is None or self._recovery.done():
-            self._recovery = asyncio.get_running_loop().create_task(self._recover())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
     def _probe(self) -> None:
         """Raise unless the database and Redis both answer."""
         self.redis.ping()
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
-
-    async def _recover(self, backoff_max: float = 30.0) -> None:
-        delay = 1.0
-        while self.down is not None:
-            await asyncio.sleep(delay)
-            try:
-                await asyncio.to_thread(self._probe)
-                while self._held:
-                    frame, self_id = self._held[0]
-                    try:
-                        await asyncio.to_thread(self.submit, frame, self_id)
-                    except InputError as exc:
-                        log.warning(
-                            "onebot bot %s: event ignored, bad field %s", self_id, exc.field
-                        )
-                    except Exception as exc:
-                        if is_unreachable(exc):
-                            raise
-                        log.error("onebot bot %s: event not stored (%s)", self_id, reason(exc))
-                    self._held.pop(0)
-            except Exception as exc:
-                delay = min(delay * 2, backoff_max)
-                self.down = reason(exc) if is_unreachable(exc) else self.down
-                log.error("onebot: %s; events refused, again in %.0fs", self.down, delay)
-                continue
-            log.warning("onebot: the database and Redis answer again; accepting bots")
-            self.down = None
 
     # -- replies -----------------------------------------------------------------------------
 
