@@ -26,12 +26,17 @@ def _loc(loc: tuple[int | str, ...]) -> str:
 
 
 def safe_error(exc: BaseException) -> str:
-    """``exc`` described without its message: ``LLMServerError (HTTP 503)``,
+    """``exc`` described without its message: ``LLMServerError (HTTP 503, model server
+    llm.local:8000)``, ``LLMConnectionError (model server llm.local:8000)``,
     ``ValidationError (request.content: string_type)``, ``InputError (segments)``, ``KeyError``."""
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
+    host = getattr(exc, "host", None)  # an LLMError's model server (NEKOFLOW_LLM_BASE_URL)
+    at = f"model server {host}" if isinstance(host, str) and host else ""
     if isinstance(status, int) and not isinstance(status, bool):
-        return f"{name} (HTTP {status})"
+        return f"{name} (HTTP {status}" + (f", {at})" if at else ")")
+    if at:
+        return f"{name} ({at})"
     if isinstance(exc, ValidationError):
         fields = ", ".join(f"{_loc(e['loc'])}: {e['type']}" for e in exc.errors()[:5])
         return f"{name} ({fields})" if fields else name

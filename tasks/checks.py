@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from celery.signals import worker_init, worker_ready
@@ -52,3 +53,17 @@ def _name_the_model(**_: Any) -> None:
     if log.getEffectiveLevel() > level:  # shown at the worker's default level (WARNING) too
         log.setLevel(level)
     log.log(level, line)
+
+
+@worker_init.connect
+def _check_model(sender: Any = None, **_: Any) -> None:
+    """A broken model configuration stops the worker at start with one line naming the
+    variable (instead of failing every turn later)."""
+    from nekoflow.errors import ConfigError
+    from nekoflow.llm.factory import make_chat_model
+
+    try:
+        make_chat_model(get_settings())
+    except ConfigError as exc:
+        print(f"error: configuration error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None

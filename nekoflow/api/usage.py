@@ -23,6 +23,8 @@ class UsageRow(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    #: calls whose server reported no usage: their tokens are estimated
+    estimated_calls: int = 0
     cost: float | None = None
     unpriced: list[str] = []
 

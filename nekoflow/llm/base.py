@@ -82,6 +82,8 @@ class ChatResult(BaseModel):
     model: str = ""
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
+    #: The server reported no usage: the token counts are nekoflow's estimate.
+    usage_estimated: bool = False
     finish_reason: str | None = None
     latency_ms: float = Field(default=0.0, ge=0)
     #: Streamed calls: milliseconds from the request to the first text delta (else None).
@@ -105,6 +107,8 @@ class LLMError(NekoflowError):
     """
 
     retryable: bool = False
+    #: the model server's host[:port] (set by the client that called it; no credentials)
+    host: str | None = None
 
     def __init__(
         self, message: str, *, status_code: int | None = None, detail: str | None = None

@@ -165,6 +165,12 @@ class OpenAIChatModel:
         self.temperature = _check_temperature(temperature, "temperature", ConfigError)
         self.max_tokens = _check_max_tokens(max_tokens, "max_tokens", ConfigError)
         self.name = f"openai:{self.model}"
+        parts = urlsplit(self.base_url)
+        #: the model server's host[:port], named by error reasons (NEKOFLOW_LLM_BASE_URL)
+        self.host = (parts.hostname or "?") + (f":{parts.port}" if parts.port else "")
+        #: ask streams for their usage (``stream_options``); off once the server refused it
+        self.stream_usage_option = True
+        self.warned_no_usage = False
         self._client: openai.OpenAI | None = None
         self._client_pid: int | None = None
         self._lock = threading.Lock()
@@ -333,7 +339,11 @@ class OpenAIChatModel:
         from nekoflow.llm.openai_stream import stream_completion
 
         params = self._params(messages, temperature, max_tokens, json_mode)
-        return stream_completion(self, params, on_delta)
+        try:
+            return stream_completion(self, params, on_delta)
+        except LLMError as exc:
+            exc.host = self.host  # the reasons that leave the worker name the server
+            raise
 
     def _reraise(self, exc: LLMError) -> LLMError:
         """``exc`` with this client's name and URL in front (redacted)."""
@@ -361,9 +371,14 @@ class OpenAIChatModel:
             raw = client.chat.completions.with_raw_response.create(**self._create_kwargs(params))
             payload = raw.http_response.content
         except openai.OpenAIError as exc:
-            raise self._map_error(exc) from None
+            raise self._at_host(self._map_error(exc)) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
         try:
             return parse_chat_completion(payload, default_model=self.model, latency_ms=latency_ms)
         except LLMError as exc:
-            raise self._reraise(exc) from None
+            raise self._at_host(self._reraise(exc)) from None
+
+    def _at_host(self, exc: LLMError) -> LLMError:
+        """``exc`` marked with the model server's host (the reasons that leave name it)."""
+        exc.host = self.host
+        return exc

@@ -9,13 +9,22 @@ that ends before the model finished → LLMConnectionError (both retryable).
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from nekoflow.llm.base import ChatResult, LLMConnectionError, LLMError, LLMTimeoutError
+from nekoflow.llm.base import (
+    ChatResult,
+    LLMClientError,
+    LLMConnectionError,
+    LLMError,
+    LLMTimeoutError,
+)
 from nekoflow.llm.openai_parse import parse_chat_completion
 from nekoflow.llm.streaming import TokenSink, assemble_lines
+from nekoflow.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from nekoflow.llm.openai_client import OpenAIChatModel
@@ -23,17 +32,85 @@ if TYPE_CHECKING:
 STREAM_OPTIONS = {"include_usage": True}
 """Asks the server for a last chunk carrying the token usage."""
 
+PER_MESSAGE_TOKENS = 4
+"""Tokens a chat template adds around each message (role, separators), for the estimate."""
+
+log = logging.getLogger(__name__)
+
 
 def stream_completion(
     model: OpenAIChatModel, params: dict[str, Any], on_delta: TokenSink
 ) -> ChatResult:
-    """One streamed call with the checked request ``params``; deltas go to ``on_delta``."""
+    """One streamed call with the checked request ``params``; deltas go to ``on_delta``.
+
+    The usage is asked for (``stream_options.include_usage``); a server that refuses that
+    parameter (HTTP 400 naming it) is asked once more without it, and never again by this
+    client. A reply without usage gets estimated token counts, marked ``usage_estimated``.
+    """
+    if model.stream_usage_option:
+        try:
+            result = _stream_once(model, {**params, "stream_options": STREAM_OPTIONS}, on_delta)
+        except LLMClientError as exc:
+            if exc.status_code != 400 or "stream_options" not in f"{exc} {exc.detail}":
+                raise
+            model.stream_usage_option = False
+            log.warning(
+                "model server %s refused stream_options (HTTP 400): streaming without it, "
+                "token usage estimated",
+                model.host,
+            )
+            result = _stream_once(model, params, on_delta)
+    else:
+        result = _stream_once(model, params, on_delta)
+    return with_estimated_usage(model, params, result)
+
+
+def with_estimated_usage(
+    model: OpenAIChatModel, params: dict[str, Any], result: ChatResult
+) -> ChatResult:
+    """``result``, or when the server reported no usage, with estimated token counts marked
+    ``usage_estimated`` (the first time per client, a warning naming the server)."""
+    if result.prompt_tokens is not None and result.completion_tokens is not None:
+        return result
+    if not model.warned_no_usage:
+        model.warned_no_usage = True
+        log.warning(
+            "model server %s reported no token usage: tokens estimated (marked estimated in "
+            "`nekoflow usage`)",
+            model.host,
+        )
+    return result.model_copy(
+        update={
+            "prompt_tokens": result.prompt_tokens
+            if result.prompt_tokens is not None
+            else estimate_prompt(params.get("messages") or []),
+            "completion_tokens": result.completion_tokens
+            if result.completion_tokens is not None
+            else estimate_tokens(result.text),
+            "usage_estimated": True,
+        }
+    )
+
+
+def estimate_prompt(messages: list[dict[str, Any]]) -> int:
+    """Estimated prompt tokens of ``messages``: their text plus a few per message (roles,
+    separators), as chat templates add."""
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        total += PER_MESSAGE_TOKENS + estimate_tokens(
+            content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        )
+    return total
+
+
+def _stream_once(model: OpenAIChatModel, params: dict[str, Any], on_delta: TokenSink) -> ChatResult:
     client = model._sdk()
     import openai  # loaded by ``_sdk``: for its exception classes
 
     started = time.perf_counter()
     deadline = started + model.timeout
-    body = {**params, "stream": True, "stream_options": STREAM_OPTIONS}
+    body = {**params, "stream": True}
     lib: Any = None
     try:
         kwargs = model._create_kwargs(body)

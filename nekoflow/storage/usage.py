@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy import Column, Index, UniqueConstraint
+from sqlalchemy import Boolean, Column, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from nekoflow.storage.dialogue import UTCDateTime, utcnow
@@ -38,6 +38,10 @@ class LLMUsage(SQLModel, table=True):
     model: str = Field(default="", max_length=200)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: The server reported no usage (a stream without it): the counts are nekoflow's estimate.
+    estimated: bool = Field(
+        default=False, sa_column=Column(Boolean(), nullable=False, server_default=text("false"))
+    )
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(UTCDateTime(), nullable=False)
     )

@@ -45,13 +45,14 @@ def usage_command(
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
     table = Table()
-    for name in (by, "calls", "prompt", "completion", "total", "cost"):
+    for name in (by, "calls", "estimated", "prompt", "completion", "total", "cost"):
         table.add_column(name, justify="left" if name == by else "right")
     for row in rows:
         cost = "—" if row["cost"] is None else f"{row['cost']:.4f}"
         table.add_row(
             escape(row[by]),
             str(row["calls"]),
+            str(row["estimated_calls"]),
             str(row["prompt_tokens"]),
             str(row["completion_tokens"]),
             str(row["total_tokens"]),
@@ -59,5 +60,10 @@ def usage_command(
         )
     console.print(table)
     unpriced = sorted({m for row in rows for m in row["unpriced"]})
+    if any(row["estimated_calls"] for row in rows):
+        console.print(
+            "estimated: calls whose model server sent no usage (a stream without it); "
+            "their tokens are counted by nekoflow's estimate"
+        )
     if unpriced:
         console.print(f"no price for: {escape(', '.join(unpriced))} (set NEKOFLOW_LLM_PRICES)")

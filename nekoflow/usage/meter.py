@@ -23,6 +23,8 @@ class UsageEntry:
     model: str
     prompt_tokens: int
     completion_tokens: int
+    #: the server reported no usage: the counts are an estimate
+    estimated: bool = False
 
 
 _meter: contextvars.ContextVar[list[UsageEntry] | None] = contextvars.ContextVar(
@@ -51,6 +53,7 @@ def report(result: ChatResult, default_model: str = "") -> None:
             model=result.model or default_model,
             prompt_tokens=result.prompt_tokens or 0,
             completion_tokens=result.completion_tokens or 0,
+            estimated=result.usage_estimated,
         )
     )
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, func, insert
+from sqlalchemy import bindparam, case, func, insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -61,6 +61,7 @@ def usage_rows(
             "model": entry.model[:200],
             "prompt_tokens": entry.prompt_tokens,
             "completion_tokens": entry.completion_tokens,
+            "estimated": entry.estimated,
             "created_at": now,
         }
         for n, entry in enumerate(entries, start=1)
@@ -136,6 +137,7 @@ def usage_report(
         func.count(),
         func.sum(LLMUsage.prompt_tokens),
         func.sum(LLMUsage.completion_tokens),
+        func.sum(case((col(LLMUsage.estimated), 1), else_=0)),
     ).group_by(key, LLMUsage.model)
     if since is not None:
         query = query.where(col(LLMUsage.day) >= since.isoformat())
@@ -144,7 +146,7 @@ def usage_report(
     with read_session(engine) as s:
         rows = s.exec(query).all()
     out: dict[str, dict[str, Any]] = {}
-    for group, model, calls, prompt, completion in rows:
+    for group, model, calls, prompt, completion, estimated in rows:
         row = out.setdefault(
             str(group),
             {
@@ -153,6 +155,7 @@ def usage_report(
                 "prompt_tokens": 0,
                 "completion_tokens": 0,
                 "total_tokens": 0,
+                "estimated_calls": 0,
                 "cost": 0.0,
                 "unpriced": [],
             },
@@ -162,6 +165,7 @@ def usage_report(
         row["prompt_tokens"] += prompt
         row["completion_tokens"] += completion
         row["total_tokens"] += prompt + completion
+        row["estimated_calls"] += int(estimated or 0)
         price = cost(prices or {}, model, prompt, completion)
         if price is None:
             row["unpriced"].append(model)

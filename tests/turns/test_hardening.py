@@ -96,8 +96,10 @@ def test_llm_error_bodies_quoting_the_input_never_leave_the_worker(
     run = handle.run()
     assert run.status == "failed" and len(llm.calls) == 2
     assert SECRET in json.dumps(llm.calls, ensure_ascii=False)  # the server did see it
+    host = llm.base_url.split("//", 1)[1].split("/", 1)[0]
     assert run.reason == (
-        "llm_call: LLM call failed after 2 attempt(s): LLMClientError (HTTP 400)"
+        f"llm_call: LLM call failed after 2 attempt(s): LLMClientError (HTTP 400, model server "
+        f"{host})"
     ), run.reason
     api = load_turn(live.engine, handle.turn_id).model_dump_json()
     assert SECRET not in api and "upstream failed" not in api

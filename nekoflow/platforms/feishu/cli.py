@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight_settings
 from nekoflow.settings_errors import validation_lines
 
 err_console = Console(stderr=True)
@@ -117,8 +118,10 @@ def feishu_gateway_command(
             help="Receive events over the long connection for every selected app",
         ),
     ] = False,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Check Feishu apps (tenant token, bot open_id); hold long connections for apps using them."""
+    configure_logging(log_level)
     from nekoflow.settings import get_settings
 
     fs = _settings_or_exit(long_connection)
@@ -148,6 +151,10 @@ def feishu_gateway_command(
         if not ok:
             raise typer.Exit(1)
         return
+    preflight_settings(base)
+    from tasks.runtime import get_deps
+
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
     code = run_long_connections(connected, fs, client)
     if code:
         raise typer.Exit(code)

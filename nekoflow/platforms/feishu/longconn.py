@@ -41,6 +41,7 @@ from nekoflow.platforms.feishu.frame import (
     ping_frame,
 )
 from nekoflow.platforms.feishu.settings import FeishuApp
+from nekoflow.platforms.runtime import reason
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class FeishuLongConnection:
             log.warning("feishu %s: event ignored, bad field %s", self.app.name, exc.field)
             return 200
         except Exception as exc:
-            log.error("feishu %s: could not store event (%s)", self.app.name, type(exc).__name__)
+            log.error("feishu %s: could not store event (%s)", self.app.name, reason(exc))
             return 500
         self.handled += 1
         if event_id is not None:

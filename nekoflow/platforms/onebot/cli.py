@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.onebot.settings import OneBotSettings
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight
 from nekoflow.settings_errors import parse_error_line, validation_lines
 
 err_console = Console(stderr=True)
@@ -35,13 +36,16 @@ def onebot_gateway_command(
     port: Annotated[
         int | None, typer.Option("--port", help="Listen port (default NEKOFLOW_ONEBOT_WS_PORT)")
     ] = None,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Accept OneBot v11 reverse WebSockets; events become turns, replies go back on the socket."""
+    configure_logging(log_level)
     from nekoflow.platforms.onebot.gateway import OneBotGateway
     from nekoflow.redis_client import make_redis
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     settings = _settings_or_exit()
     if port is not None:
@@ -54,7 +58,9 @@ def onebot_gateway_command(
         raise typer.Exit(2)
     base = get_settings()
     engine = make_engine(base.database_url)
+    preflight(engine, base.database_url, base.redis_url)  # replies wait in Redis streams
     create_all(engine)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(event: dict, self_id: str) -> object:
         return enqueue_turn("qq", event, bot=self_id)

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import redis
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -42,6 +43,7 @@ from nekoflow.delivery import outbox
 from nekoflow.delivery.settings import get_delivery_settings
 from nekoflow.delivery.tables import SETTLED
 from nekoflow.errors import InputError
+from nekoflow.platforms.onebot.guard import StoreGuard
 from nekoflow.platforms.onebot.protocol import (
     bearer,
     client_role,
@@ -52,6 +54,7 @@ from nekoflow.platforms.onebot.protocol import (
 )
 from nekoflow.platforms.onebot.sender import stream_key
 from nekoflow.platforms.onebot.settings import OneBotSettings
+from nekoflow.platforms.runtime import RateLimited, is_unreachable, reason
 
 log = logging.getLogger(__name__)
 
@@ -109,15 +112,38 @@ class OneBotGateway:
         )
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._refusals = RateLimited(log)
+        self._connections: set[ServerConnection] = set()
+        #: events cannot be stored now: held, bots kept away until they can
+        self.guard = StoreGuard(self._probe, submit)
+        self._closing: set[asyncio.Task[None]] = set()
+        #: streams whose consumer group must be made (again) before the next read
+        self._regroup: set[str] = set()
         self.sent = 0
 
     # -- handshake ---------------------------------------------------------------------------
 
     def check_handshake(self, connection: ServerConnection, request: Request) -> Response | None:
-        """Refuse a wrong path, unknown self id, bad role or missing/wrong token."""
+        """Refuse a wrong path, unknown self id, bad role or missing/wrong token (each refusal
+        logged at WARNING with the reason and the peer, at most once a minute per peer and
+        reason: an implementation retries every few seconds), and everyone with 503 while
+        events cannot be stored."""
+        if self.guard.down is not None:
+            return self._refuse(
+                connection,
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "cannot store events now, try again later",
+                f"events cannot be stored: {self.guard.down}",
+            )
         url = urlsplit(request.path)
-        if (url.path.rstrip("/") or "/") != self.settings.ws_path:
-            return connection.respond(HTTPStatus.NOT_FOUND, "not a OneBot endpoint\n")
+        path = url.path.rstrip("/") or "/"
+        if path != self.settings.ws_path:
+            return self._refuse(
+                connection,
+                HTTPStatus.NOT_FOUND,
+                "not a OneBot endpoint",
+                f"wrong path {path[:80]!r} (NEKOFLOW_ONEBOT_WS_PATH is {self.settings.ws_path!r})",
+            )
         self_id = (request.headers.get("X-Self-ID") or "").strip()
         config = self.settings.bot(self_id) if self_id else None
         token = bearer(request.headers.get("Authorization"))
@@ -126,13 +152,46 @@ class OneBotGateway:
         expected = (
             config.access_token.get_secret_value() if config and config.access_token else None
         )
+        shown_id = repr(self_id[:24]) if self_id else "(none)"
         if config is not None and expected is not None and token is None:
-            return connection.respond(HTTPStatus.UNAUTHORIZED, "access token missing\n")
+            return self._refuse(
+                connection,
+                HTTPStatus.UNAUTHORIZED,
+                "access token missing",
+                f"bot {shown_id} sent no access token",
+            )
         if config is None or config.mode != "ws" or not token_matches(token, expected):
-            return connection.respond(HTTPStatus.FORBIDDEN, "unknown X-Self-ID or wrong token\n")
+            if config is None:
+                why = f"unknown X-Self-ID {shown_id} (not in NEKOFLOW_ONEBOT_SELF_ID/_BOTS)"
+            elif config.mode != "ws":
+                why = f"bot {shown_id} is configured with mode {config.mode!r}, not 'ws'"
+            else:
+                why = f"bot {shown_id} sent a wrong access token (NEKOFLOW_ONEBOT_ACCESS_TOKEN)"
+            return self._refuse(
+                connection, HTTPStatus.FORBIDDEN, "unknown X-Self-ID or wrong token", why
+            )
         if client_role(request.headers.get("X-Client-Role")) is None:
-            return connection.respond(HTTPStatus.BAD_REQUEST, "bad X-Client-Role\n")
+            return self._refuse(
+                connection, HTTPStatus.BAD_REQUEST, "bad X-Client-Role", "bad X-Client-Role"
+            )
         return None
+
+    def _refuse(
+        self, connection: ServerConnection, status: HTTPStatus, body: str, why: str
+    ) -> Response:
+        """The refusal ``status`` (``body`` says little), logged with ``why`` and the peer."""
+        peer = connection.remote_address
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        where = f"{host}:{peer[1]}" if isinstance(peer, tuple) and len(peer) > 1 else host
+        self._refusals.log(
+            logging.WARNING,
+            f"{host} {status.value} {why}",
+            "onebot handshake from %s refused (%d): %s",
+            where,
+            status.value,
+            why,
+        )
+        return connection.respond(status, body + "\n")
 
     # -- one connection ----------------------------------------------------------------------
 
@@ -142,7 +201,11 @@ class OneBotGateway:
         headers = connection.request.headers
         self_id = headers["X-Self-ID"].strip()
         role = client_role(headers.get("X-Client-Role")) or "universal"
+        if self.guard.down is not None:  # the outage began during the handshake
+            await connection.close(code=1013, reason="try again later")
+            return
         log.info("onebot bot %s connected (%s)", self_id, role)
+        self._connections.add(connection)
         sender = None
         if role in ("universal", "api"):
             sender = asyncio.create_task(self._send_loop(connection, self_id))
@@ -153,6 +216,7 @@ class OneBotGateway:
         except ConnectionClosed:
             pass
         finally:
+            self._connections.discard(connection)
             if sender is not None:
                 sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
@@ -191,12 +255,38 @@ class OneBotGateway:
             return
         if is_meta(frame) or role == "api":
             return
+        if self.guard.down is not None:  # arrived on a socket being closed: keep it for later
+            self.guard.hold(frame, self_id)
+            return
         try:
             await asyncio.to_thread(self.submit, frame, self_id)
         except InputError as exc:
             log.warning("onebot bot %s: event ignored, bad field %s", self_id, exc.field)
-        except Exception as exc:  # the broker or database is down: the implementation won't resend
-            log.error("onebot bot %s: event not stored (%s)", self_id, type(exc).__name__)
+        except Exception as exc:
+            if is_unreachable(exc):  # the implementation won't resend: hold it, stop accepting
+                self.guard.hold(frame, self_id)
+                self._outage(exc)
+            else:
+                log.error("onebot bot %s: event not stored (%s)", self_id, reason(exc))
+
+    # -- the database or Redis unreachable ---------------------------------------------------
+
+    def _outage(self, exc: BaseException) -> None:
+        """Stop accepting events until the database and Redis answer again: close every bot's
+        socket (new ones are refused with 503 meanwhile)."""
+        if self.guard.trip(exc):
+            for conn in list(self._connections):
+                task = asyncio.get_running_loop().create_task(
+                    conn.close(code=1013, reason="try again later")
+                )
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+
+    def _probe(self) -> None:
+        """Raise unless the database and Redis both answer."""
+        self.redis.ping()
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
 
     # -- replies -----------------------------------------------------------------------------
 
@@ -234,10 +324,13 @@ class OneBotGateway:
         lock = self._locks.setdefault(self_id, asyncio.Lock())
         async with lock:  # one sender per bot, even when it reconnects before the old socket ends
             stream = stream_key(self.prefix, self_id)
-            await asyncio.to_thread(self._ensure_group, stream)
+            self._regroup.add(stream)
             start = "0"
             while True:
                 try:
+                    if stream in self._regroup:
+                        await asyncio.to_thread(self._ensure_group, stream)
+                        self._regroup.discard(stream)
                     entries = await asyncio.to_thread(
                         self._read, stream, start, None if start == "0" else 1000
                     )
@@ -251,9 +344,21 @@ class OneBotGateway:
                 except (ConnectionClosed, TimeoutError, asyncio.CancelledError):
                     raise
                 except Exception as exc:  # Redis or the database hiccuped: entries stay pending
-                    log.error("onebot %s: %s; again from the backlog", stream, type(exc).__name__)
-                    await asyncio.sleep(1.0)
                     start = "0"
+                    if isinstance(exc, redis.ResponseError) and "NOGROUP" in str(exc):
+                        # Redis lost its data (restarted with nothing on disk, or flushed): the
+                        # group went with it. Entries added since are in a new stream: read all
+                        log.warning(
+                            "onebot %s: consumer group %r gone (Redis lost its data?); re-made",
+                            stream,
+                            GROUP,
+                        )
+                        self._regroup.add(stream)
+                        continue
+                    log.error("onebot %s: %s; again from the backlog", stream, reason(exc))
+                    if is_unreachable(exc):
+                        self._outage(exc)
+                    await asyncio.sleep(1.0)
 
     async def _deliver(
         self, connection: ServerConnection, stream: str, entry_id: str, fields: dict[str, str]

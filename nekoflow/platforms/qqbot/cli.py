@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nekoflow.platforms.qqbot.settings import QQBotSettings
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight_settings
 from nekoflow.settings_errors import validation_lines
 
 err_console = Console(stderr=True)
@@ -30,8 +31,10 @@ def qqbot_gateway_command(
     bot: Annotated[
         list[str] | None, typer.Option("--bot", help="Bot name (repeatable); default: all")
     ] = None,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Connect gateway-mode QQ bots to the QQ gateway (identify, heartbeat, resume)."""
+    configure_logging(log_level)
     from nekoflow.platforms.qqbot.gateway import QQBotGateway
     from nekoflow.platforms.qqbot.sender import make_client
 
@@ -49,8 +52,11 @@ def qqbot_gateway_command(
         raise typer.Exit(2)
     from nekoflow.settings import get_settings
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     base = get_settings()
+    preflight_settings(base)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(payload: dict, name: str) -> object:
         return enqueue_turn("qqbot", payload, bot=name)

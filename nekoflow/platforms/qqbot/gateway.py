@@ -26,6 +26,7 @@ from websockets.sync.client import connect
 from nekoflow.errors import InputError
 from nekoflow.platforms.qqbot.client import QQBotClient
 from nekoflow.platforms.qqbot.settings import QQBot
+from nekoflow.platforms.runtime import reason
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class QQBotGateway:
             except InputError as exc:
                 log.warning("qqbot %s: event ignored, bad field %s", self.bot.name, exc.field)
             except Exception as exc:  # not stored: resume so the platform replays it
-                log.error("qqbot %s: could not store event (%s)", self.bot.name, type(exc).__name__)
+                log.error("qqbot %s: could not store event (%s)", self.bot.name, reason(exc))
                 raise Reconnect("store failed") from None
         self.state.seen(payload)
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from nekoflow.platforms.runtime import LogLevel, configure_logging, preflight
 from nekoflow.platforms.telegram.settings import TelegramSettings
 from nekoflow.settings_errors import validation_lines
 
@@ -33,8 +34,10 @@ def telegram_gateway_command(
         bool,
         typer.Option("--set-webhook", help="Register the webhook of webhook-mode bots and exit"),
     ] = False,
+    log_level: LogLevel = "INFO",
 ) -> None:
     """Long-poll Telegram (getUpdates, offset kept in SQL) for polling-mode bots."""
+    configure_logging(log_level)
     from nekoflow.platforms.telegram.client import BotApiClient
     from nekoflow.platforms.telegram.gateway import run_gateways
     from nekoflow.platforms.telegram.gateway import set_webhook as register
@@ -69,14 +72,21 @@ def telegram_gateway_command(
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
     from tasks import enqueue_turn
+    from tasks.runtime import get_deps
 
     base = get_settings()
     engine = make_engine(base.database_url)
+    preflight(engine, base.database_url, base.redis_url if base.redis_configured else None)
     create_all(engine)
+    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
 
     def submit(update: dict, name: str) -> object:
         return enqueue_turn("telegram", update, bot=name)
 
     names = ", ".join(b.name for b in pollers)
     console.print(f"polling Telegram for bot(s) {escape(names)} — Ctrl-C to stop")
-    run_gateways(engine, settings, pollers, submit)
+    errors = run_gateways(engine, settings, pollers, submit)
+    for line in errors:
+        err_console.print(f"[red]error:[/red] {escape(line)}")
+    if errors:
+        raise typer.Exit(1)

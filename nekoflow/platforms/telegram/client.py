@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -94,6 +95,11 @@ class BotApiClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._prefix = f"{base_url.rstrip('/')}/bot{token}/"
+        parts = urlsplit(base_url)
+        #: where requests go, for reasons (never the URL: its path holds the token)
+        self.host = parts.hostname or "?"
+        if parts.port:
+            self.host += f":{parts.port}"
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._http = httpx.Client(timeout=self._timeout, transport=transport)
 
@@ -103,7 +109,7 @@ class BotApiClient:
         try:
             resp = self._http.post(self._prefix + method, json=params, timeout=req_timeout)
         except httpx.HTTPError as exc:
-            raise request_failure(f"telegram {method}", exc) from None
+            raise request_failure(f"telegram {method} at {self.host}", exc) from None
         try:
             data = resp.json()
         except ValueError:

@@ -20,7 +20,8 @@ from sqlmodel import Session
 
 from nekoflow.delivery.base import RetryLater
 from nekoflow.delivery.tables import PlatformCursor
-from nekoflow.errors import InputError
+from nekoflow.errors import ConfigError, InputError
+from nekoflow.platforms.runtime import reason
 from nekoflow.platforms.telegram.client import BotApiClient, TelegramError
 from nekoflow.platforms.telegram.settings import TelegramBot, TelegramSettings
 from nekoflow.storage.dialogue import utcnow
@@ -76,6 +77,15 @@ class PollingGateway:
             connect_timeout=settings.connect_timeout,
         )
         self.handled = 0
+        #: why :meth:`run` gave up (None: it did not)
+        self.error: str | None = None
+
+    @property
+    def token_setting(self) -> str:
+        """The variable holding this bot's token."""
+        if self.settings.token is not None and self.bot.name == self.settings.bot_name:
+            return "NEKOFLOW_TELEGRAM_TOKEN"
+        return f"the token of bot {self.bot.name!r} in NEKOFLOW_TELEGRAM_BOTS"
 
     def prepare(self) -> None:
         """Remove a webhook (``getUpdates`` is refused while one is set); pending updates stay."""
@@ -114,7 +124,11 @@ class PollingGateway:
         return done
 
     def run(self, stop: threading.Event, *, backoff_max: float = 30.0) -> None:
-        """Poll until ``stop`` is set; temporary errors back off (``retry_after`` honoured)."""
+        """Poll until ``stop`` is set; temporary errors back off (``retry_after`` honoured).
+
+        What cannot heal by waiting — Telegram refusing the token, a configuration error —
+        ends the loop with :attr:`error` set (one line naming the setting, never the token).
+        """
         delay = 1.0
         prepared = False
         while not stop.is_set():
@@ -130,15 +144,22 @@ class PollingGateway:
                 stop.wait(wait)
                 delay = min(delay * 2, backoff_max)
             except TelegramError as exc:
-                if exc.code == 401:
-                    raise
+                if exc.code in (401, 404) and not prepared:  # 404: no such bot (bad token)
+                    self.error = (
+                        f"telegram {self.bot.name}: Telegram refused the token ({exc.code}) — "
+                        f"check {self.token_setting}"
+                    )
+                    log.error("%s", self.error)
+                    return
                 log.error("telegram %s: %s; again in %.0fs", self.bot.name, exc.reason, delay)
                 stop.wait(delay)
                 delay = min(delay * 2, backoff_max)
+            except ConfigError as exc:  # the update stays unread; waiting will not fix it
+                self.error = f"telegram {self.bot.name}: configuration error: {exc}"
+                log.error("%s", self.error)
+                return
             except Exception as exc:  # database hiccup: the offset did not move, nothing lost
-                log.error(
-                    "telegram %s: %s; again in %.0fs", self.bot.name, type(exc).__name__, delay
-                )
+                log.error("telegram %s: %s; again in %.0fs", self.bot.name, reason(exc), delay)
                 stop.wait(delay)
                 delay = min(delay * 2, backoff_max)
 
@@ -163,17 +184,14 @@ def set_webhook(settings: TelegramSettings, bot: TelegramBot, client: BotApiClie
 
 def run_gateways(
     engine: Engine, settings: TelegramSettings, bots: list[TelegramBot], submit: Submit
-) -> None:
-    """Poll every given bot in its own thread until Ctrl-C."""
+) -> list[str]:
+    """Poll every given bot in its own thread until Ctrl-C or until every poller gave up;
+    returns why they gave up (one line each)."""
     stop = threading.Event()
+    gateways = [PollingGateway(engine, settings, bot, submit) for bot in bots]
     threads = [
-        threading.Thread(
-            target=PollingGateway(engine, settings, bot, submit).run,
-            args=(stop,),
-            name=f"telegram-{bot.name}",
-            daemon=True,
-        )
-        for bot in bots
+        threading.Thread(target=gw.run, args=(stop,), name=f"telegram-{gw.bot.name}", daemon=True)
+        for gw in gateways
     ]
     for t in threads:
         t.start()
@@ -184,3 +202,4 @@ def run_gateways(
         stop.set()
         for t in threads:
             t.join(timeout=5)
+    return [gw.error for gw in gateways if gw.error]

@@ -120,7 +120,12 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
         finish_reason=reply.finish_reason,
         attempts=attempts,
     )
-    used = UsageEntry(result.model, result.prompt_tokens or 0, result.completion_tokens or 0)
+    used = UsageEntry(
+        result.model,
+        result.prompt_tokens or 0,
+        result.completion_tokens or 0,
+        estimated=reply.usage_estimated,
+    )
     usage = TurnUsage(turn.run, d, "reply", [used])
     kept = _save_result(
         deps,
