@@ -108,3 +108,42 @@ def test_a_model_call_longer_than_the_turn_lease_is_never_re_published(live, wor
     assert run.status == "done" and run.publishes == publishes
     assert store.stage_runs(live.engine, [run.turn_id])[run.turn_id]["dispatch"] == publishes
     assert len(llm.calls) == 1 and run.llm_attempts == 1
+
+
+def test_a_turn_re_published_already_waits_longer_before_the_next_re_publication(engine) -> None:
+    """A turn stuck in a backed-up queue is re-published after one lease, then after two, four…
+    (at most eight): the sweeper does not pile chains onto a busy broker every lease."""
+    from datetime import timedelta
+
+    from sqlmodel import Session
+
+    from nekoflow.storage.dialogue import utcnow
+    from nekoflow.storage.turns import TurnRun
+    from nekoflow.turns.publications import stuck_turns
+
+    now, lease = utcnow(), timedelta(seconds=20)
+    quiet = {  # turn id: (publishes, seconds untouched)
+        "first": (1, 25),
+        "second-early": (2, 35),
+        "second-due": (2, 45),
+        "many-early": (9, 150),
+        "many-due": (9, 165),
+    }
+    with Session(engine) as s:
+        for turn_id, (publishes, ago) in quiet.items():
+            s.add(
+                TurnRun(
+                    turn_id=turn_id,
+                    channel="web",
+                    scope_id=f"web:conversation:{turn_id}",
+                    seq=1,
+                    status="running",
+                    stage="dispatch",
+                    publishes=publishes,
+                    created_at=now - timedelta(seconds=ago),
+                    updated_at=now - timedelta(seconds=ago),
+                )
+            )
+        s.commit()
+    stuck = {r.turn_id for r in stuck_turns(engine, older_than=lease, now=now)}
+    assert stuck == {"first", "second-due", "many-due"}
