@@ -54,6 +54,7 @@ class TurnHeartbeat:
         return self
 
     def _beat(self) -> bool:
+        """One beat: touch the turn (False once nobody works on it any more)."""
         return touch_live_turn(self._engine, self._turn_id)
 
     def __exit__(

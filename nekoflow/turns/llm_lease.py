@@ -267,6 +267,7 @@ class LeaseHeartbeat:
         return self
 
     def _renew(self) -> bool:
+        """One beat: extend the lease (False once it is no longer ours)."""
         return renew_llm_lease(self._engine, self._turn_id, self._owner, lease_seconds=self._lease)
 
     def __exit__(

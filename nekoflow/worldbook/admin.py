@@ -57,6 +57,7 @@ def card_links(engine: Engine) -> dict[str, CardLink]:
 
 
 def _same_name(stored: Sequence[WorldBook], book: WorldBook) -> list[WorldBook]:
+    """The stored books other than ``book``'s own id that carry its name."""
     return [b for b in stored if b.name == book.name and b.id != book.id]
 
 
@@ -169,6 +170,7 @@ def unbind(engine: Engine, book_id: str, character: str | None) -> WorldBook:
 
 
 def _get(store: WorldBookStore, book_id: str) -> WorldBook:
+    """The stored book ``book_id``, or an error naming it."""
     book = store.get(book_id)
     if book is None:
         raise InputError(f"no such world book: {book_id}", field="book")
