@@ -24,6 +24,7 @@ from nekoflow.delivery.runner import DeliveryDeps, deliver_turn, next_in_line, s
 from nekoflow.delivery.tables import DeliveryStatus
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
+from nekoflow.turns.heartbeat import TurnHeartbeat
 from nekoflow.turns.notify import notifier_for
 from tasks.app import app
 from tasks.runtime import get_deps
@@ -72,7 +73,9 @@ def delivery_deps() -> DeliveryDeps:
 def deliver(self: Task, turn_id: str, scope_id: str | None = None) -> dict[str, Any]:
     """Send the turn's reply chunks that are not sent yet (idempotent per chunk)."""
     deps = delivery_deps()
-    outcome = deliver_turn(deps, turn_id)
+    # a long send keeps the turn fresh: the sweeper re-publishes only a delivery gone quiet
+    with TurnHeartbeat(deps.engine, turn_id, lease_seconds=deps.settings.turn_lease_seconds):
+        outcome = deliver_turn(deps, turn_id)
     if outcome.kind == "retry":
         raise self.retry(countdown=max(outcome.delay, 0.01))
     if outcome.kind != "waiting":

@@ -39,7 +39,9 @@ CHANNEL_DEFAULTS: dict[str, ChannelDefaults] = {
     "qq": ChannelDefaults(TriggerStrategy.mention_or_private, MemoryScope.group),
     "qqbot": ChannelDefaults(TriggerStrategy.mention_or_private, MemoryScope.group),
     "feishu": ChannelDefaults(TriggerStrategy.always, MemoryScope.group),
-    "telegram": ChannelDefaults(TriggerStrategy.private_or_reply, MemoryScope.group),
+    # The seed's table says private_or_reply, which ignores @mentions (issue 30): a group bot
+    # answers both @mentions (with the bot's username known) and replies to it.
+    "telegram": ChannelDefaults(TriggerStrategy.mention_or_reply, MemoryScope.group),
 }
 # A channel with neither configuration nor built-in defaults: answer private chats and mentions.
 FALLBACK_TRIGGER = TriggerStrategy.mention_or_private

@@ -35,6 +35,8 @@ class TriggerStrategy(StrEnum):
     mention_only = "mention_only"
     mention_or_private = "mention_or_private"
     private_or_reply = "private_or_reply"
+    #: Private chats always; groups when the bot is @mentioned or a message replies to it.
+    mention_or_reply = "mention_or_reply"
     keyword = "keyword"
     manual = "manual"
 

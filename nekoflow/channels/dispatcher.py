@@ -2,7 +2,8 @@
 memory scope and scope id, which character — all pure decisions over a parsed request.
 
 Triggers (seed): ``always``; ``private_only``; ``mention_only``; ``mention_or_private``;
-``private_or_reply``; ``keyword`` (a case-sensitive substring of the channel's
+``private_or_reply``; ``mention_or_reply`` (private, @mention or a reply to the bot: what a
+group bot answers; Telegram's default); ``keyword`` (a case-sensitive substring of the channel's
 ``trigger_keywords`` in the content); ``manual`` (``character_mode`` true); anything else is
 false. Private means scene ``private`` or ``web_session``. A flag (is_mentioned,
 is_reply_to_bot, character_mode) is the first boolean-like value among the request's attribute,
@@ -318,6 +319,12 @@ class CharacterRuntimeContextDispatcher:
             return private or self._flag(chat_request, ctx, "is_mentioned")
         if trigger == TriggerStrategy.private_or_reply:
             return private or self._flag(chat_request, ctx, "is_reply_to_bot")
+        if trigger == TriggerStrategy.mention_or_reply:
+            return (
+                private
+                or self._flag(chat_request, ctx, "is_mentioned")
+                or self._flag(chat_request, ctx, "is_reply_to_bot")
+            )
         if trigger == TriggerStrategy.keyword:
             content = self._get_meta_field(chat_request, "content", "")
             if not isinstance(content, str) or not content:

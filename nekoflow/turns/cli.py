@@ -173,6 +173,25 @@ def _refs(refs: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
+def _chunks_not_sent(engine: Any, turn_ids: list[str]) -> dict[str, list[tuple[int, str, str]]]:
+    """``(index, status, reason)`` of each reply chunk not plainly sent (unknown, failed…) of
+    the given turns — what ``--json`` and the API sum up in ``delivery_reason``."""
+    from nekoflow.delivery import outbox
+
+    out: dict[str, list[tuple[int, str, str]]] = {}
+    for turn_id in turn_ids:
+        rows = [r for r in outbox.rows_for(engine, turn_id) if r.status != "sent"]
+        out[turn_id] = [(r.idx, str(r.status), r.error or "") for r in rows]
+    return out
+
+
+def _delivery(status: str | None, not_sent: list[tuple[int, str, str]]) -> str:
+    """The head line's delivery part: its status, ``(partial)`` when a chunk is not sent."""
+    if not status:
+        return ""
+    return f"delivery {status} (partial)" if status == "sent" and not_sent else f"delivery {status}"
+
+
 def runs_command(
     limit: Annotated[int, typer.Option(min=1, help="How many turns to show.")] = 20,
     scope: Annotated[str | None, typer.Option(help="Only this scope id.")] = None,
@@ -217,6 +236,7 @@ def runs_command(
         return
     # One block per turn, plain lines that are never wrapped or cut: ids stay whole and
     # copyable at 80 columns and in pipes.
+    chunks = _chunks_not_sent(engine, [r.turn_id for r in runs if r.delivery_reason])
     for r in runs:
         tokens = (
             f"tokens {r.prompt_tokens or 0}+{r.completion_tokens or 0}"
@@ -231,7 +251,7 @@ def runs_command(
             r.llm_model or "",
             f"{r.llm_latency_ms:.0f} ms" if r.llm_latency_ms is not None else "",
             tokens,
-            f"delivery {r.delivery_status}" if r.delivery_status else "",
+            _delivery(r.delivery_status, chunks.get(r.turn_id, [])),
         ]
         typer.echo("  ".join(part for part in head if part))
         typer.echo(f"    scope {r.scope_id or '-'}")
@@ -249,6 +269,10 @@ def runs_command(
             typer.echo(f"    {r.status}: {r.reason}")
         if r.delivery_reason and r.delivery_status == "failed":
             typer.echo(f"    {r.turn_id} delivery failed: {r.delivery_reason}")
+        elif r.delivery_reason:  # e.g. sent, but a chunk's arrival is unknown (never re-sent)
+            typer.echo(f"    delivery {r.delivery_status}: {r.delivery_reason}")
+        for idx, chunk_status, error in chunks.get(r.turn_id, []):
+            typer.echo(f"    chunk {idx} {chunk_status}: {error or '-'}")
     if not runs:
         typer.echo("no turns yet")
 

@@ -45,6 +45,18 @@ class _NamedModel:
         return self.inner.complete(messages, **kwargs).model_copy(update={"model": self.name})
 
 
+def _bot_options(channel: str, bot: str | None) -> dict[str, Any]:
+    """Adapter options a platform bot's own settings give: a Telegram bot's ``bot_username``
+    (``NEKOFLOW_TELEGRAM_BOT_USERNAME`` or its ``NEKOFLOW_TELEGRAM_BOTS`` entry), so group
+    @mentions of that bot count. Empty for other channels and bots without one."""
+    if channel != "telegram":
+        return {}
+    from nekoflow.platforms.telegram.settings import get_telegram_settings
+
+    found = get_telegram_settings().bot(bot)
+    return {"bot_username": found.bot_username} if found and found.bot_username else {}
+
+
 @dataclass
 class TurnDeps:
     """The collaborators of a turn: storage, model, review, cooldowns, channels, publishing."""
@@ -80,13 +92,16 @@ class TurnDeps:
                 self._models[name] = _NamedModel(self.chat_model, name)
         return self._models[name]
 
-    def adapter(self, channel: str) -> BaseChannelAdapter:
-        """The adapter for ``channel``, built once with ``settings.adapter_options[channel]``."""
+    def adapter(self, channel: str, bot: str | None = None) -> BaseChannelAdapter:
+        """The adapter for ``channel`` (as ``bot`` of that platform sees events), built once
+        with ``settings.adapter_options[channel]`` and the bot's own options (its username)."""
         key = channel.strip().lower()
-        if key not in self._adapters:
-            options: dict[str, Any] = dict(self.settings.adapter_options.get(key, {}))
-            self._adapters[key] = get_adapter(key, **options)
-        return self._adapters[key]
+        own = _bot_options(key, bot)
+        cache = f"{key}@{bot}" if own else key
+        if cache not in self._adapters:
+            options: dict[str, Any] = dict(self.settings.adapter_options.get(key, {})) | own
+            self._adapters[cache] = get_adapter(key, **options)
+        return self._adapters[cache]
 
     @classmethod
     def from_settings(

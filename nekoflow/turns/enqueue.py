@@ -53,7 +53,7 @@ def submit_turn(
     ``deliver`` is true.
     """
     refresh_config(deps)  # config.ini edited since: enable/disable channels without a restart
-    adapter = deps.adapter(channel)
+    adapter = deps.adapter(channel, bot)
     req = adapter.parse_event(raw_event)
     if req is None:
         hooks.turn_ended(channel, "skipped", "not_a_chat_message")

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
@@ -180,19 +181,18 @@ def release_llm_lease(engine: Engine, turn_id: str, owner: str) -> None:
 
 @dataclass
 class _Held:
-    """A lease in flight and when it is next renewed."""
+    """A lease in flight, how to renew it (False: no longer ours) and when it is next renewed."""
 
-    engine: Engine
-    turn_id: str
-    owner: str
-    lease_seconds: float
+    renew: Callable[[], bool]
+    period: float
     due: float
 
 
 class _Beats:
-    """One daemon thread per process renewing every LLM lease in flight, each every third of its
-    length (a thread per call cost ~0.12 ms of CPU per call to start and join, and an ``llm``
-    worker with 64 calls in flight ran 64 of them)."""
+    """One daemon thread per process renewing every lease in flight (LLM leases, and the turns'
+    own heartbeats of :mod:`nekoflow.turns.heartbeat`), each every ``period`` seconds (a thread
+    per call cost ~0.12 ms of CPU per call to start and join, and an ``llm`` worker with 64
+    calls in flight ran 64 of them)."""
 
     def __init__(self) -> None:
         self._wake = threading.Condition()
@@ -200,16 +200,15 @@ class _Beats:
         self._next_key = 0
         self._pid: int | None = None
 
-    def add(self, engine: Engine, turn_id: str, owner: str, lease_seconds: float) -> int:
-        """Start renewing a lease; returns the key that stops it."""
+    def add(self, renew: Callable[[], bool], period: float) -> int:
+        """Start calling ``renew`` every ``period`` seconds; returns the key that stops it."""
         with self._wake:
             if self._pid != os.getpid():  # first use, or a forked child: the thread is not here
                 self._held.clear()
                 self._pid = os.getpid()
                 threading.Thread(target=self._run, name="llm-lease-heartbeat", daemon=True).start()
             self._next_key += 1
-            due = time.monotonic() + lease_seconds / 3
-            self._held[self._next_key] = _Held(engine, turn_id, owner, lease_seconds, due)
+            self._held[self._next_key] = _Held(renew, period, time.monotonic() + period)
             self._wake.notify()
             return self._next_key
 
@@ -231,18 +230,27 @@ class _Beats:
                     self._wake.wait(None if nxt is None else nxt - now)
                     continue
                 for _, h in due:
-                    h.due = now + h.lease_seconds / 3
+                    h.due = now + h.period
             for key, h in due:  # outside the lock: a slow database delays no call
                 try:
-                    if not renew_llm_lease(
-                        h.engine, h.turn_id, h.owner, lease_seconds=h.lease_seconds
-                    ):
+                    if not h.renew():
                         self.remove(key)  # no longer ours: stop renewing it
                 except Exception:  # a database hiccup: try again at the next beat
                     continue
 
 
 _BEATS = _Beats()
+
+
+def start_beat(renew: Callable[[], bool], period: float) -> int:
+    """Have the process's heartbeat thread call ``renew`` every ``period`` seconds until it
+    returns False or :func:`stop_beat`; returns the key that stops it."""
+    return _BEATS.add(renew, period)
+
+
+def stop_beat(key: int) -> None:
+    """Stop the beat ``key`` (its work has ended)."""
+    _BEATS.remove(key)
 
 
 class LeaseHeartbeat:
@@ -255,8 +263,12 @@ class LeaseHeartbeat:
         self._key: int | None = None
 
     def __enter__(self) -> LeaseHeartbeat:
-        self._key = _BEATS.add(self._engine, self._turn_id, self._owner, self._lease)
+        self._key = _BEATS.add(self._renew, self._lease / 3)
         return self
+
+    def _renew(self) -> bool:
+        """One beat: extend the lease (False once it is no longer ours)."""
+        return renew_llm_lease(self._engine, self._turn_id, self._owner, lease_seconds=self._lease)
 
     def __exit__(
         self,

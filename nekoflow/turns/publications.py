@@ -52,15 +52,22 @@ def mark_published(engine: Engine, turn_ids: Iterable[str]) -> None:
         s.commit()
 
 
+_MAX_BACKOFF = 8
+"""A turn re-published again and again waits at most this many leases between two."""
+
+
 def stuck_turns(
     engine: Engine, *, older_than: timedelta, now: datetime | None = None
 ) -> list[TurnRun]:
     """Turns that should be moving but have not been touched for ``older_than``.
 
     Running turns whose worker went quiet (a crashed worker, a lost message), and queued turns
-    that are next in their scope but were never started (their publish was lost).
+    that are next in their scope but were never started (their publish was lost). A turn the
+    sweeper re-published already must stay quiet twice as long for each re-publication (at
+    most 8× ``older_than``): one waiting in a backed-up queue is not re-published over and over.
     """
-    cutoff = (now or utcnow()) - older_than
+    now = now or utcnow()
+    cutoff = now - older_than
     with Session(engine, expire_on_commit=False) as s:
         rows = s.exec(
             select(TurnRun)
@@ -75,9 +82,12 @@ def stuck_turns(
         ).all()
         out: list[TurnRun] = []
         for run in rows:
+            backoff = min(2 ** max((run.publishes or 1) - 1, 0), _MAX_BACKOFF)
+            if run.updated_at >= now - older_than * backoff:
+                continue  # re-published not long ago: give that chain its time
             if run.status == TurnStatus.running:
                 lease = run.llm_lease_until
-                if lease is not None and lease > (now or utcnow()):
+                if lease is not None and lease > now:
                     continue  # its LLM call is still running somewhere (the lease is renewed)
                 out.append(run)
             elif blocking_predecessor(s, run) is None:

@@ -27,6 +27,7 @@ from nekoflow.turns.errors import (
     TurnNotRunnable,
     TurnSkipped,
 )
+from nekoflow.turns.heartbeat import TurnHeartbeat
 from nekoflow.turns.retry import backoff_delay, should_retry
 from nekoflow.turns.stages import STAGE_FUNCS, fail_turn, skip_turn
 
@@ -78,7 +79,9 @@ def execute_stage(deps: TurnDeps, stage: str, turn_id: str, *, attempt: int = 1)
 def _execute(deps: TurnDeps, stage: str, turn_id: str, attempt: int) -> Outcome:
     settings = deps.settings
     try:
-        return Outcome("ok", result=STAGE_FUNCS[stage](deps, turn_id))
+        # the turn's updated_at moves while the stage runs: the sweeper leaves it alone
+        with TurnHeartbeat(deps.engine, turn_id, lease_seconds=settings.turn_lease_seconds):
+            return Outcome("ok", result=STAGE_FUNCS[stage](deps, turn_id))
     except TurnNotRunnable as exc:
         return Outcome("stop", reason=str(exc))
     except StageBusy as exc:

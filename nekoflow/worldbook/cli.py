@@ -1,4 +1,5 @@
-"""``nekoflow worldbook import|export|list|test-match``: world books in the configured database.
+"""``nekoflow worldbook import|export|list|delete|bind|unbind|test-match``: world books in the
+configured database.
 
 The database is ``NEKOFLOW_DATABASE_URL`` (see :func:`nekoflow.storage.get_engine`).
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 worldbook_app = typer.Typer(
     name="worldbook",
-    help="Import, export, list and test-match world books.",
+    help="Import, export, list, delete, bind and test-match world books.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -65,33 +66,62 @@ def turn_config() -> WorldBookRecallConfig:
 def import_command(
     path: Annotated[Path, typer.Argument(help="world_books.json, SillyTavern World Info or card")],
     replace: Annotated[
-        bool, typer.Option(help="Replace books whose id already exists (else: error).")
+        bool,
+        typer.Option(
+            help="Replace the stored book of the same id or name (else: error); a World Info "
+            "a character's card links replaces that card's book."
+        ),
     ] = False,
     name: Annotated[str, typer.Option(help="Book name for SillyTavern imports.")] = "",
+    character: Annotated[
+        list[str] | None,
+        typer.Option(help="Bind the book to this character, id or name (repeatable)."),
+    ] = None,
+    global_: Annotated[
+        bool, typer.Option("--global", help="Bind the book to every character.")
+    ] = False,
     dry_run: Annotated[bool, typer.Option(help="Parse and report, write nothing.")] = False,
 ) -> None:
-    """Import a file; everything or nothing is written, and unmapped fields are reported."""
+    """Import a file; everything or nothing is written, and unmapped fields are reported.
+
+    A SillyTavern World Info file binds to no character (it never fires) unless --character or
+    --global says, or a character's card links it by name.
+    """
     from nekoflow.worldbook.importers import parse_import
 
+    if character and global_:
+        raise _fail("--character and --global exclude each other", code=2)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise _fail(f"cannot read {path}: {exc}") from None
+    bound = [_character(c)[1] for c in character or []]
+    notes: list[str] = []
     try:
         report = parse_import(data, name=name, fallback_name=path.stem, config=turn_config())
         if not dry_run:
-            _store().import_books(report.books, replace=replace)
+            from nekoflow.storage import get_engine
+            from nekoflow.worldbook.admin import import_books
+
+            outcome = import_books(
+                get_engine(),
+                report.books,
+                replace=replace,
+                world_info=report.source_format == "sillytavern_world_info",
+                characters=[] if global_ else (bound or None),
+            )
+            notes = outcome.notes
     except InputError as exc:
         problems = getattr(exc, "problems", None)
         if not problems:
             raise _fail(f"import rejected, nothing written: {exc}") from None
         lines = [f"import rejected, nothing written ({len(problems)} problem(s)):"]
         lines += [f"  - {p}" for p in problems]
-        if any("already exists" in p for p in problems):
+        if any("already" in p for p in problems):
             lines.append(
-                f"a book with that id is stored already: to replace it and all its entries, "
-                f"run `nekoflow worldbook import {path} --replace` "
-                "(or change the book id in the file to keep both)"
+                f"to replace the stored book and all its entries, run "
+                f"`nekoflow worldbook import {path} --replace` "
+                "(or change the book's id and name in the file to keep both)"
             )
         raise _fail("\n".join(lines)) from None
     verb = "would import" if dry_run else "imported"
@@ -99,12 +129,90 @@ def import_command(
         f"{verb} {len(report.books)} book(s), {report.entry_count} entries "
         f"from {report.source_format}"
     )
-    for book in report.books:
-        console.print(f"  {escape(book.id)}  {escape(book.name)}  ({len(book.entries)} entries)")
+    if dry_run:
+        for book in report.books:
+            console.print(
+                f"  {escape(book.id)}  {escape(book.name)}  ({len(book.entries)} entries)"
+            )
+    else:
+        for book in outcome.stored:
+            console.print(
+                f"  {escape(book.id)}  {escape(book.name)}  ({len(book.entries)} entries)"
+            )
+    for note in notes:
+        console.print(f"  {escape(note)}")
     if report.warnings:
         console.print(f"[yellow]notes ({len(report.warnings)}):[/yellow]")
         for warning in report.warnings:
             console.print(f"  - {escape(warning)}")
+
+
+@worldbook_app.command("delete")
+def delete_command(book_id: Annotated[str, typer.Argument(help="The book id.")]) -> None:
+    """Delete a book and all its entries."""
+    store = _store()
+    book = store.get(book_id)
+    if book is None or not store.delete(book_id):
+        raise _fail(f"no such world book: {book_id}")
+    console.print(
+        f"deleted book {escape(book_id)} {escape(book.name)} ({len(book.entries)} entries)"
+    )
+
+
+@worldbook_app.command("bind")
+def bind_command(
+    book_id: Annotated[str, typer.Argument(help="The book id.")],
+    character: Annotated[str | None, typer.Argument(help="Character id or name.")] = None,
+    global_: Annotated[
+        bool, typer.Option("--global", help="Bind to every character instead.")
+    ] = False,
+) -> None:
+    """Bind a book to a character (or --global: to every character) and enable it."""
+    from nekoflow.storage import get_engine
+    from nekoflow.worldbook.admin import bind
+
+    if (character is None) == (not global_):
+        raise _fail("name a CHARACTER or give --global (not both)", code=2)
+    who = None if global_ else _character(character or "")[1]
+    try:
+        book = bind(get_engine(), book_id, who)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"book {escape(book.id)} {escape(book.name)}: {_bound(book)}")
+
+
+@worldbook_app.command("unbind")
+def unbind_command(
+    book_id: Annotated[str, typer.Argument(help="The book id.")],
+    character: Annotated[str | None, typer.Argument(help="Character id or name.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Unbind every character.")] = False,
+) -> None:
+    """Unbind a character (or --all); a book bound to nobody is disabled, never global."""
+    from nekoflow.storage import get_engine
+    from nekoflow.worldbook.admin import unbind
+
+    if (character is None) == (not all_):
+        raise _fail("name a CHARACTER or give --all (not both)", code=2)
+    who = None
+    if character is not None:  # a name stored on the book, or a known character's id/name
+        book = _store().get(book_id)
+        who = character if book and character in book.character_ids else _character(character)[1]
+    try:
+        book = unbind(get_engine(), book_id, who)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"book {escape(book.id)} {escape(book.name)}: {_bound(book)}")
+
+
+def _bound(book: Any) -> str:
+    """Who a book applies to, in words."""
+    if not book.enabled:
+        return (
+            "disabled (bound to no character: never fires)"
+            if not book.character_ids
+            else (f"disabled (bound to {', '.join(book.character_ids)})")
+        )
+    return f"bound to {', '.join(book.character_ids)}" if book.character_ids else "every character"
 
 
 @worldbook_app.command("export")
@@ -172,7 +280,7 @@ def list_command(
         return
     # Plain lines, never wrapped or cut: book ids stay whole and copyable (80 columns, pipes).
     for b in books:
-        characters = ", ".join(b.character_ids) or "(all)"
+        characters = ", ".join(b.character_ids) or ("(all)" if b.enabled else "(none)")
         typer.echo(
             f"{b.id}  {b.name}  {len(b.entries)} entries  "
             f"{'enabled' if b.enabled else 'disabled'}  characters: {characters}"

@@ -83,7 +83,7 @@ def test_section_present_without_keys_leaves_them_unset(tmp_path: Path) -> None:
     assert telegram.trigger is None and telegram.memory_scope is None
     dispatcher = CharacterRuntimeContextDispatcher(config)
     assert dispatcher.get_trigger(ChannelRuntimeContext("telegram", "1", "group")) == (
-        "private_or_reply"
+        "mention_or_reply"  # the built-in default (issue 30: @mentions and replies)
     )
 
 

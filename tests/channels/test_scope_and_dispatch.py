@@ -382,7 +382,7 @@ def test_dispatch_uses_configured_trigger_and_scope() -> None:
     default = CharacterRuntimeContextDispatcher().dispatch(request, adapter)
     assert (default.accepted, default.trigger, default.scope_id) == (
         False,
-        "private_or_reply",
+        "mention_or_reply",
         "telegram:group:-100",
     )
     d = dispatcher({"telegram": {"trigger": "always", "memory_scope": "chat_user"}})

@@ -327,7 +327,7 @@ def test_telegram_parse_update_and_seed_metadata() -> None:
     assert request.metadata["telegram_update_id"] == 10
     assert request.metadata["telegram_message_id"] == "52"
     decision = CharacterRuntimeContextDispatcher().dispatch(request, adapter)
-    assert decision.accepted and decision.trigger == "private_or_reply"
+    assert decision.accepted and decision.trigger == "mention_or_reply"
     assert decision.scope_id == "telegram:group:-1001234567890"
 
 

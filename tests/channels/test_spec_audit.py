@@ -304,7 +304,7 @@ def test_default_triggers_follow_the_seed_table() -> None:
         "qq": "mention_or_private",
         "qqbot": "mention_or_private",
         "feishu": "always",
-        "telegram": "private_or_reply",
+        "telegram": "mention_or_reply",  # the seed's private_or_reply ignored @mentions
         "web": "always",
     }
     for channel, trigger in expected.items():

@@ -97,3 +97,61 @@ def test_a_forked_child_renews_its_own_leases(engine: Engine, db_url: str) -> No
     child.join(timeout=30)
     assert child.exitcode == 0
     assert out.get(timeout=5) is True
+
+
+def _updated(engine: Engine, turn_id: str) -> datetime:
+    with Session(engine) as s:
+        run = s.get(TurnRun, turn_id)
+        assert run is not None
+        return run.updated_at
+
+
+def test_a_turn_worked_on_is_never_stuck_and_a_finished_one_stops_beating(engine: Engine) -> None:
+    """Any stage (and a delivery) holds its turn by the turn heartbeat, not only the model call:
+    the sweeper never finds a turn whose worker is alive, whatever the stage."""
+    from datetime import timedelta
+
+    from nekoflow.turns.heartbeat import TurnHeartbeat
+    from nekoflow.turns.publications import stuck_turns
+
+    for turn_id in ("memory", "idle"):
+        store.create_turn_run(
+            engine, TurnRun(turn_id=turn_id, channel="web", scope_id=f"s-{turn_id}", request={})
+        )
+        assert store.claim_run(engine, turn_id)[0] == "claimed"
+    with TurnHeartbeat(engine, "memory", lease_seconds=LEASE):
+        for _ in range(6):  # 1.5 s: well past the 0.6 s lease
+            time.sleep(0.25)
+            stuck = stuck_turns(engine, older_than=timedelta(seconds=LEASE))
+            assert "memory" not in [r.turn_id for r in stuck]
+        assert "idle" in [r.turn_id for r in stuck]  # nobody works on it: the sweeper's
+        with engine.begin() as conn:  # the turn ends (delivery: nothing to send)
+            conn.exec_driver_sql(
+                "UPDATE turn_run SET status = 'done', delivery_status = 'sent'"
+                " WHERE turn_id = 'memory'"
+            )
+        time.sleep(0.5)  # a beat already under way lands first
+        ended = _updated(engine, "memory")
+        time.sleep(0.5)
+        assert _updated(engine, "memory") == ended  # finished and delivered: no more beats
+
+
+def test_an_open_delivery_is_kept_fresh_while_it_is_being_sent(engine: Engine) -> None:
+    from datetime import timedelta
+
+    from nekoflow.delivery.outbox import stalled_deliveries
+    from nekoflow.turns.heartbeat import TurnHeartbeat
+
+    store.create_turn_run(engine, TurnRun(turn_id="d", channel="web", scope_id="s-d", request={}))
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "UPDATE turn_run SET status = 'done', delivery_status = 'sending' WHERE turn_id = 'd'"
+        )
+    with TurnHeartbeat(engine, "d", lease_seconds=LEASE):
+        for _ in range(6):
+            time.sleep(0.25)
+            assert not stalled_deliveries(engine, older_than=timedelta(seconds=LEASE))
+    time.sleep(LEASE + 0.1)
+    assert [r.turn_id for r in stalled_deliveries(engine, older_than=timedelta(seconds=LEASE))] == [
+        "d"
+    ]

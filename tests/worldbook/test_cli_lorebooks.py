@@ -31,7 +31,8 @@ def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunne
 
 def test_honkai_import_test_match_and_export(runner: CliRunner, tmp_path: Path) -> None:
     src = CORPUS / "ossi_honkai_sillytavern.json"
-    result = runner.invoke(app, ["worldbook", "import", str(src)])
+    # World Info binds to nothing unless told: --global, as SillyTavern's global selection
+    result = runner.invoke(app, ["worldbook", "import", str(src), "--global"])
     assert result.exit_code == 0, result.output
     assert "imported 1 book(s), 34 entries from sillytavern_world_info" in result.output
     assert "needs" in result.output and "token_budget 500" in result.output  # named, with need
@@ -74,7 +75,7 @@ def test_test_match_reads_a_scopes_cooldowns_from_redis(
     monkeypatch.setenv("NEKOFLOW_REDIS_PREFIX", "cli-test")
     get_settings.cache_clear()
     src = CORPUS / "st_Eldoria.json"
-    result = runner.invoke(app, ["worldbook", "import", str(src)])
+    result = runner.invoke(app, ["worldbook", "import", str(src), "--global"])
     assert result.exit_code == 0, result.output
     book_id = result.output.split("\n")[1].split()[0]
     WorldBookStore(get_settings().database_url).update_entry(
