@@ -64,9 +64,9 @@ BAD_SETTINGS = [
     ),
     (
         ["runs"],
-        "NEKOFLOW_TURN_LEASE_SECONDS",
-        "10",
-        "NEKOFLOW_TURN_LEASE_SECONDS (10 s) must be longer than NEKOFLOW_LLM_TIMEOUT (60 s)",
+        "NEKOFLOW_LLM_LEASE_SECONDS",
+        "30",
+        "NEKOFLOW_LLM_LEASE_SECONDS (30 s) must not exceed NEKOFLOW_TURN_LEASE_SECONDS (20 s)",
     ),
     (
         ["gateway", "onebot"],
