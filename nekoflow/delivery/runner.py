@@ -115,6 +115,12 @@ def is_notice(run: TurnRun) -> bool:
     return run.status == TurnStatus.skipped and bool(run.rendered)
 
 
+def has_reply(run: TurnRun) -> bool:
+    """True for a finished turn that has a reply to send: done, failed (the failure reply) or
+    a notice; a superseded or silently skipped turn has none."""
+    return run.status in (TurnStatus.done, TurnStatus.failed) or is_notice(run)
+
+
 def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
     """Send what is left of ``turn_id``'s reply (idempotent: safe to run again at any time)."""
     run = store.get_run(deps.engine, turn_id)
@@ -122,9 +128,9 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
         return Outcome("done", reason="turn not finished")
     if run.delivery_status not in (DeliveryStatus.pending, DeliveryStatus.sending):
         return Outcome("done", reason=f"delivery {run.delivery_status}")
-    if run.status not in (TurnStatus.done, TurnStatus.failed) and not is_notice(run):
+    if not has_reply(run):
         # superseded by a newer message (which answers both) or skipped: nothing to send
-        outbox.set_delivery(deps.engine, turn_id, None, f"turn {run.status}")
+        outbox.set_delivery(deps.engine, turn_id, DeliveryStatus.not_sent.value, run.status)
         return Outcome("done", reason=f"turn {run.status}")
     dest = plan_delivery(run)
     if dest is None:

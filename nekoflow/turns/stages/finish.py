@@ -60,11 +60,14 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
 
 
 def skip_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
-    """End a turn unanswered (``stale``…): nothing written or rendered; the scope moves on."""
+    """End a turn unanswered (``stale``, ``quota_exceeded``): nothing written or rendered, its
+    delivery closed ``not_sent`` with the reason; the scope moves on."""
     run = store.get_run(deps.engine, turn_id)
     if run is None or run.status in FINISHED:
         return
-    store.finish(deps.engine, turn_id, TurnStatus.skipped, reason=reason, rendered=[])
+    store.finish(
+        deps.engine, turn_id, TurnStatus.skipped, reason=reason, rendered=[], close_delivery=reason
+    )
     announce(deps, run, TurnStatus.skipped, reason=reason)
     handoff(deps, run)
 
