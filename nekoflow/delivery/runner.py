@@ -84,6 +84,23 @@ def plan_delivery(run: TurnRun) -> Destination | None:
     return destination_for(run.channel, request, run.bot)
 
 
+def quoting_last_message(engine: Engine, run: TurnRun, dest: Destination) -> Destination:
+    """``dest`` quoting the last message of the turn's burst: a turn that answers several
+    merged messages replies to the newest one, not to the first (which the turn row holds)."""
+    from nekoflow.flow.store import merged_requests
+
+    merged = merged_requests(engine, run.turn_id)
+    if not merged:
+        return dest
+    try:
+        last = destination_for(run.channel, ChatRequest.model_validate(merged[-1][0]), run.bot)
+    except ValueError:
+        return dest
+    if last is None or not last.reply_to:
+        return dest
+    return dest.model_copy(update={"reply_to": last.reply_to})
+
+
 def chunks_of(run: TurnRun) -> list[Chunk]:
     """The rendered reply as chunks, in order."""
     out: list[Chunk] = []
@@ -136,6 +153,8 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
     if dest is None:
         outbox.set_delivery(deps.engine, turn_id, None, "no destination")
         return Outcome("done", reason="no destination")
+    if dest.reply_to:
+        dest = quoting_last_message(deps.engine, run, dest)
     try:
         sender = deps.senders(dest.platform, dest.bot, deps.settings)
     except PermanentFailure as exc:

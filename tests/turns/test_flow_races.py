@@ -1,7 +1,7 @@
 """Conversation flow under races, with real workers, real Redis and the loopback Telegram Bot API:
 ``reject`` admits one of two simultaneous first messages, ``interrupt`` catches a message that
 arrives while the running turn is being claimed, turns that end without a reply close their
-delivery (the sweeper leaves them alone).
+delivery (the sweeper leaves them alone), and merged messages keep their boundaries.
 
 Races are driven by locks the test holds (the scope's lock, the stage table) and released once
 the racers are seen waiting on them — never by sleeps.
@@ -10,7 +10,7 @@ the racers are seen waiting on them — never by sleeps.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from tests.platforms.telegram.conftest import tg_update
 from tests.platforms.telegram.fake_botapi import FakeBotApi
 
 from .conftest import wait_for
+from .llm_server import FakeLLM, completion
 
 pytestmark = pytest.mark.slow
 
@@ -313,3 +314,73 @@ def test_stale_and_quota_skips_close_their_delivery_and_the_sweeper_leaves_them(
     )
     assert sweep_clock() == []
     assert {r.delivery_status for r in runs(live.engine)} == {"not_sent", "sent"}
+
+
+# --- 4. merged and interrupted messages keep their boundaries ------------------------------
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    """A loopback model; calls wait while ``hold`` is set (released by the test)."""
+    gate = threading.Event()
+    gate.set()
+
+    def script(body: dict[str, Any], n: int):
+        gate.wait(60)
+        return 200, completion(f"回答{n}"), {}, 0.0
+
+    with FakeLLM(script) as fake:
+        fake.gate = gate  # type: ignore[attr-defined]
+        yield fake
+
+
+def _user_messages(call: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in call["messages"] if m["role"] == "user"]
+
+
+def test_a_merged_group_burst_names_its_speakers_and_quotes_the_last_message(
+    live, workers, tg, bot_api: FakeBotApi, tmp_path, llm: FakeLLM
+) -> None:
+    from tasks import enqueue_turn
+
+    env = configure(live, tmp_path, "on_busy = merge\n", on_busy=OnBusy.merge)
+    burst = [
+        group_msg("在吗", 51),
+        group_msg("我想问你个问题", 52),
+        group_msg("你喜欢猫吗", 53, name="小明", user_id=888),
+    ]
+    handles = [enqueue_turn("telegram", u, bot="neko") for u in burst]
+    assert len({h.turn_id for h in handles}) == 1  # queued before any worker: one turn
+    workers.start(extra_env={**tg, **env, **llm.env()})
+    wait_for(delivered(live.engine), 90, "the merged turn", workers.logs)
+    assert _user_messages(llm.calls[0])[-1] == "莱姆:在吗\n莱姆:我想问你个问题\n小明:你喜欢猫吗"
+    sent = bot_api.sent(GROUP)
+    assert len(sent) == 1 and sent[0]["reply_parameters"]["message_id"] == 53
+    enqueue_turn("telegram", group_msg("然后呢", 54), bot="neko")
+    wait_for(lambda: len(llm.calls) >= 2, 90, "the next turn", workers.logs)
+    history = _user_messages(llm.calls[1])
+    assert "莱姆:在吗\n莱姆:我想问你个问题\n小明:你喜欢猫吗" in history, history
+
+
+def test_interrupted_messages_stay_separate_lines_in_the_next_turns(
+    live, workers, tg, bot_api: FakeBotApi, tmp_path, llm: FakeLLM, sweep_clock
+) -> None:
+    from tasks import enqueue_turn
+
+    env = configure(live, tmp_path, "on_busy = interrupt\n", on_busy=OnBusy.interrupt)
+    llm.gate.clear()  # type: ignore[attr-defined]  # turn 1 holds in llm_call
+    workers.start(extra_env={**tg, **env, **llm.env()})
+    first = enqueue_turn("telegram", private_msg("在吗", 61), bot="neko")
+    wait_for(lambda: len(llm.calls) >= 1, 90, "turn 1 calling the model", workers.logs)
+    second = enqueue_turn("telegram", private_msg("我想问你个问题", 62), bot="neko")
+    llm.gate.set()  # type: ignore[attr-defined]
+    wait_for(delivered(live.engine), 90, "the interrupting turn", workers.logs)
+    by_id = {r.turn_id: r for r in runs(live.engine)}
+    assert by_id[first.turn_id].status == "superseded"
+    assert by_id[first.turn_id].delivery_status == "not_sent"
+    assert by_id[second.turn_id].status == "done"
+    assert sweep_clock() == []
+    enqueue_turn("telegram", private_msg("你喜欢猫吗", 63), bot="neko")
+    wait_for(lambda: len(bot_api.texts(CHAT)) >= 2, 90, "the third turn", workers.logs)
+    history = _user_messages(llm.calls[-1])
+    assert "在吗\n我想问你个问题" in history, history
