@@ -10,7 +10,8 @@ from nekoflow.channels.config_watch import refresh as refresh_config
 from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.flow import store as flow_store
 from nekoflow.flow.admission import admit
-from nekoflow.flow.notice import send_notice
+from nekoflow.flow.limits import claim_notice
+from nekoflow.flow.notice import send_notice, window_key
 from nekoflow.flow.store import Written
 from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
@@ -125,6 +126,26 @@ def submit_turn(
             supersede_before(deps, run.channel, decision.scope_id, written)
         if written.outcome == "busy":
             hooks.turn_ended(adapter.channel_name, "skipped", "busy")
+            if (
+                deliver
+                and policy.busy_reply
+                and claim_notice(
+                    deps.rate_limiter,
+                    window_key("busy", decision.scope_id),
+                    policy.notice_window_seconds,
+                )
+            ):
+                send_notice(  # the scope's one busy reply of the window
+                    deps,
+                    channel=adapter.channel_name,
+                    scope_id=decision.scope_id,
+                    character_id=decision.character_id,
+                    req=req,
+                    context=decision.context.model_dump(mode="json"),
+                    text=policy.busy_reply,
+                    bot=bot,
+                    reason="busy",
+                )
             return TurnHandle.skipped("busy", channel=adapter.channel_name)
         if written.row is None:
             return TurnHandle(written.turn_id, deps.engine, channel=run.channel, notifier=notifier)
