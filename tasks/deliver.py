@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Task
@@ -20,7 +20,13 @@ from celery.utils.log import get_task_logger
 
 from nekoflow.delivery import outbox
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn, next_in_line, send_typing
+from nekoflow.delivery.runner import (
+    DeliveryDeps,
+    deliver_turn,
+    has_reply,
+    next_in_line,
+    send_typing,
+)
 from nekoflow.delivery.tables import DeliveryStatus
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
@@ -133,17 +139,28 @@ def after_stage(
         log.warning("turn %s: after %s (%s)", turn_id, stage, type(exc).__name__)
 
 
-def republish_deliveries() -> list[str]:
+def republish_deliveries(now: datetime | None = None) -> list[str]:
     """Publish again the deliveries of finished turns that stopped moving (lost message, dead
-    worker): their outbox makes a second run send only what is not sent yet."""
+    worker): their outbox makes a second run send only what is not sent yet. A turn with no
+    reply to send (superseded, skipped without a reply — rows from before their delivery was
+    closed at the end) is closed ``not_sent`` instead, quietly. ``now``: the time (tests)."""
     turn_deps = get_deps()
     stalled = outbox.stalled_deliveries(
-        turn_deps.engine, older_than=timedelta(seconds=turn_deps.settings.turn_lease_seconds)
+        turn_deps.engine,
+        older_than=timedelta(seconds=turn_deps.settings.turn_lease_seconds),
+        now=now,
     )
+    published: list[str] = []
     for run in stalled:
+        if not has_reply(run):
+            outbox.set_delivery(
+                turn_deps.engine, run.turn_id, DeliveryStatus.not_sent.value, run.status
+            )
+            continue
         publish_delivery(run.turn_id, None)
         outbox.set_delivery(turn_deps.engine, run.turn_id, run.delivery_status, None)
-    return [r.turn_id for r in stalled]
+        published.append(run.turn_id)
+    return published
 
 
 def after_stage_task(

@@ -407,7 +407,8 @@ class TurnOut(BaseModel):
     delivery_status: str | None = Field(
         default=None,
         description="Sending the reply to the platform, separate from the turn's status: null "
-        "(nothing to send: Web, deliver=false), pending, sending, handed_over, sent or failed.",
+        "(nothing to send: Web, deliver=false), pending, sending, handed_over, sent, failed or "
+        "not_sent (the turn ended with nothing to say: superseded, stale, quota_exceeded).",
     )
     delivery_reason: str | None = Field(
         default=None, description="Why delivery failed (codes, never message text)."

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, exists, update
+from sqlalchemy import and_, case, exists, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -225,6 +226,19 @@ def confirm_unknown(engine: Engine, key: str, reason: str) -> bool:
     platform cannot deduplicate): record it ``unknown``, never resent; False when the key names
     no unsettled chunk."""
     return _confirm(engine, key, status=ChunkStatus.unknown.value, error=_not_resent(reason))
+
+
+def closed_delivery(reason: str) -> dict[str, Any]:
+    """The ``delivery_status``/``delivery_reason`` values (SQL expressions for an UPDATE of the
+    turn row) that close a still-open delivery as ``not_sent`` with ``reason``: a turn that ends
+    with nothing to send. A turn with nothing to send anyway (None) keeps None."""
+    is_open = col(TurnRun.delivery_status).in_(_OPEN)
+    return {
+        "delivery_status": case(
+            (is_open, DeliveryStatus.not_sent.value), else_=col(TurnRun.delivery_status)
+        ),
+        "delivery_reason": case((is_open, reason), else_=col(TurnRun.delivery_reason)),
+    }
 
 
 def set_delivery(engine: Engine, turn_id: str, status: str | None, reason: str | None) -> None:

@@ -84,6 +84,23 @@ def plan_delivery(run: TurnRun) -> Destination | None:
     return destination_for(run.channel, request, run.bot)
 
 
+def quoting_last_message(engine: Engine, run: TurnRun, dest: Destination) -> Destination:
+    """``dest`` quoting the last message of the turn's burst: a turn that answers several
+    merged messages replies to the newest one, not to the first (which the turn row holds)."""
+    from nekoflow.flow.store import merged_requests
+
+    merged = merged_requests(engine, run.turn_id)
+    if not merged:
+        return dest
+    try:
+        last = destination_for(run.channel, ChatRequest.model_validate(merged[-1][0]), run.bot)
+    except ValueError:
+        return dest
+    if last is None or not last.reply_to:
+        return dest
+    return dest.model_copy(update={"reply_to": last.reply_to})
+
+
 def chunks_of(run: TurnRun) -> list[Chunk]:
     """The rendered reply as chunks, in order."""
     out: list[Chunk] = []
@@ -115,6 +132,12 @@ def is_notice(run: TurnRun) -> bool:
     return run.status == TurnStatus.skipped and bool(run.rendered)
 
 
+def has_reply(run: TurnRun) -> bool:
+    """True for a finished turn that has a reply to send: done, failed (the failure reply) or
+    a notice; a superseded or silently skipped turn has none."""
+    return run.status in (TurnStatus.done, TurnStatus.failed) or is_notice(run)
+
+
 def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
     """Send what is left of ``turn_id``'s reply (idempotent: safe to run again at any time)."""
     run = store.get_run(deps.engine, turn_id)
@@ -122,14 +145,16 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
         return Outcome("done", reason="turn not finished")
     if run.delivery_status not in (DeliveryStatus.pending, DeliveryStatus.sending):
         return Outcome("done", reason=f"delivery {run.delivery_status}")
-    if run.status not in (TurnStatus.done, TurnStatus.failed) and not is_notice(run):
+    if not has_reply(run):
         # superseded by a newer message (which answers both) or skipped: nothing to send
-        outbox.set_delivery(deps.engine, turn_id, None, f"turn {run.status}")
+        outbox.set_delivery(deps.engine, turn_id, DeliveryStatus.not_sent.value, run.status)
         return Outcome("done", reason=f"turn {run.status}")
     dest = plan_delivery(run)
     if dest is None:
         outbox.set_delivery(deps.engine, turn_id, None, "no destination")
         return Outcome("done", reason="no destination")
+    if dest.reply_to:
+        dest = quoting_last_message(deps.engine, run, dest)
     try:
         sender = deps.senders(dest.platform, dest.bot, deps.settings)
     except PermanentFailure as exc:

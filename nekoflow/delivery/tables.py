@@ -45,6 +45,9 @@ class DeliveryStatus(StrEnum):
     handed_over = "handed_over"
     sent = "sent"
     failed = "failed"
+    #: Closed without sending: the turn ended with nothing to say (superseded by a newer
+    #: message, skipped ``stale`` or ``quota_exceeded`` without a reply); the reason says which.
+    not_sent = "not_sent"
 
 
 class OutboxRow(SQLModel, table=True):

@@ -3,7 +3,9 @@
 Runs in ``submit_turn`` after the dispatcher accepted a message and before a ``TurnRun`` is
 written — like a Dramatiq middleware's before-hook: it decides, the enqueuer acts. The
 decision is one of: make a new turn (with a debounce window under ``merge``), merge into the
-scope's queued turn, or skip with a reason (``rate_limited``, ``busy``).
+scope's queued turn, or skip with a reason (``rate_limited``). Whatever depends on the scope's
+turns (``busy`` under ``reject``, the turn to join under ``merge``/``interrupt``) is decided by
+:func:`nekoflow.flow.store.create_or_merge` under the scope's lock, not here.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ class Admission:
     turn_id: str | None = None
     reason: str | None = None
     not_before: datetime | None = None
-    #: The running turn this message superseded (``on_busy = interrupt``), if any.
-    superseded: str | None = None
+    #: ``on_busy = interrupt``: once the message is written, the scope's running turn that
+    #: arrived before it is superseded.
+    supersede: bool = False
     #: Write the turn with ``create_or_merge``: join the scope's queued turn if it has one.
     merge: bool = False
+    #: ``on_busy = reject``: write the turn with ``create_or_merge`` only if the scope has no
+    #: queued or running turn — decided under the scope's lock, never by a read before it.
+    reject_busy: bool = False
     #: Skipped ``rate_limited``, and this message is the window's one to get the channel's
     #: ``rate_limit_reply``.
     notice: bool = False
@@ -89,18 +95,19 @@ def admit(
         verdict = acquire(limiter, limits, notice=notice and bool(policy.rate_limit_reply))
         if verdict.wait > 0:
             return known_or(Admission("skipped", reason="rate_limited", notice=verdict.notice))
-    if policy.on_busy == OnBusy.reject and flow_store.scope_busy(engine, scope_id):
-        return known_or(Admission("skipped", reason="busy"))
-    superseded = None
-    if policy.on_busy == OnBusy.interrupt:
-        # The running turn gives way (unless past apply_deltas); the new message then joins a
-        # queued turn or starts one — which answers both, the old message being in the history.
-        superseded = flow_store.supersede_running(engine, scope_id)
+    if policy.on_busy == OnBusy.reject:
+        # Busy or not is read under the scope's lock in the insert's transaction: two
+        # simultaneous first messages cannot both find the scope free.
+        return Admission("new", reject_busy=True)
     if policy.on_busy in (OnBusy.merge, OnBusy.interrupt):
         # Join the scope's queued turn or start one — decided under the scope's lock when the
         # turn row is written (``flow.store.create_or_merge``), so a concurrent burst is one turn.
         not_before = None
         if policy.debounce_seconds and policy.on_busy == OnBusy.merge:
             not_before = datetime.now(UTC) + timedelta(seconds=policy.debounce_seconds)
-        return Admission("new", not_before=not_before, superseded=superseded, merge=True)
-    return Admission("new", superseded=superseded)
+        # ``interrupt``: the new message joins a queued turn or starts one — which answers both,
+        # the old message being in the history — and the running turn then gives way (unless
+        # past apply_deltas).
+        interrupt = policy.on_busy == OnBusy.interrupt
+        return Admission("new", not_before=not_before, supersede=interrupt, merge=True)
+    return Admission("new")

@@ -166,3 +166,22 @@ def acquire(limiter: RateLimiter, limits: Sequence[RateLimit], *, notice: bool) 
         if isinstance(limiter, InMemoryRateLimiter):
             return _local_acquire(limiter, limits)
     return Verdict(wait=limiter.try_acquire(limits))
+
+
+_process_marks = NoticeMarks()
+"""Notice marks of limiters that keep none of their own (no Redis, not in process)."""
+
+
+def claim_notice(limiter: RateLimiter, key: str, seconds: float) -> bool:
+    """Set the notice mark ``key`` for ``seconds`` unless it is set: True when this call set
+    it — the one reply of its window (``busy_reply``, ``stale_reply``, ``quota_reply``). In
+    Redis (``SET NX PX``, shared by every enqueuer and worker) beside the rate-limit marks;
+    in process otherwise."""
+    if isinstance(limiter, RedisRateLimiter):
+        name = f"{limiter.prefix}:{REDIS_MARKS}:{key}"
+        return bool(limiter.client.set(name, "1", nx=True, px=max(1, round(seconds * 1000))))
+    marks = _process_marks
+    if isinstance(limiter, InMemoryRateLimiter):
+        with _registry_lock:
+            marks = _marks.get(limiter) or _marks.setdefault(limiter, NoticeMarks(limiter.clock))
+    return marks.claim({key + NOTICE_SUFFIX: seconds})

@@ -1,4 +1,5 @@
-"""The rate-limit reply (``rate_limit_reply``): sent through the normal delivery machinery.
+"""The short replies to skipped messages (``rate_limit_reply``, ``busy_reply``; the stale and
+quota replies of :func:`skip_reply`), sent through the normal delivery machinery.
 
 A message refused by a rate limit that is the window's one to get the reply
 (:class:`nekoflow.flow.limits.Verdict` ``notice``) gets a *notice*: a turn row that is born
@@ -7,7 +8,11 @@ adapter renders any reply, its delivery ``pending`` — after which it is delive
 failed turn's failure reply: the ``nekoflow.turn.deliver`` task on ``outbound`` (arguments: ids
 only), outbox rows, the destination's rate limits, retries, and the sweeper re-publishing a
 delivery whose task was lost. The notice has no place in the scope's order (no ``seq``): it
-neither waits for nor holds up the scope's replies, and is never run.
+neither waits for nor holds up the scope's replies, and is never run. A message refused ``busy``
+(``on_busy = reject``) gets ``busy_reply`` the same way, once per scope per
+``notice_window_seconds``. A turn skipped ``stale`` or ``quota_exceeded`` keeps its own row and
+place: :func:`skip_reply` renders ``stale_reply``/``quota_reply`` into it (once per scope per
+window), and it is delivered in the scope's reply order.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Any
 
 from nekoflow.channels import ChatRequest
 from nekoflow.delivery.runner import initial_delivery_status
+from nekoflow.delivery.tables import DeliveryStatus
+from nekoflow.flow.limits import claim_notice
+from nekoflow.flow.policy import reply_for
 from nekoflow.redact import safe_error, scope_label
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
@@ -46,6 +54,7 @@ def notice_run(
     context: dict[str, Any],
     text: str,
     bot: str | None,
+    reason: str = REASON,
 ) -> TurnRun:
     """The notice's turn row (not stored): finished, its reply rendered, its delivery planned."""
     now = utcnow()
@@ -55,7 +64,7 @@ def notice_run(
         scope_id=scope_id,
         character_id=character_id,
         status=TurnStatus.skipped.value,
-        reason=REASON,
+        reason=reason,
         request=req.model_dump(mode="json"),
         context=context,
         bot=bot or None,
@@ -68,7 +77,7 @@ def notice_run(
     try:
         run.rendered = render(deps, run, text)
     except Exception as exc:  # as a failed turn's failure reply: plain text then
-        log.error("could not render the rate-limit reply (%s)", safe_error(exc))
+        log.error("could not render the %s reply (%s)", reason, safe_error(exc))
         run.rendered = [{"type": "text", "content": text}]
     run.delivery_status = initial_delivery_status(run, deps.settings)
     return run
@@ -84,6 +93,7 @@ def send_notice(
     context: dict[str, Any],
     text: str,
     bot: str | None,
+    reason: str = REASON,
 ) -> str | None:
     """Store the notice and publish its delivery; its turn id, or None when the message has no
     destination with a sender (nothing is stored then) or the notice could not be stored.
@@ -98,6 +108,7 @@ def send_notice(
             context=context,
             text=text,
             bot=bot,
+            reason=reason,
         )
         if run.delivery_status is None:
             return None
@@ -114,3 +125,28 @@ def send_notice(
             safe_error(exc),
         )
     return row.turn_id
+
+
+def window_key(reason: str, scope_id: str | None) -> str:
+    """The notice mark of a scope's ``busy``/``stale``/``quota_exceeded`` reply window."""
+    return f"flow:reply:{reason}:{scope_id or ''}"
+
+
+def skip_reply(deps: TurnDeps, run: TurnRun, reason: str) -> list[dict[str, Any]] | None:
+    """The rendered ``stale_reply``/``quota_reply`` a turn skipped with ``reason`` sends, when
+    its channel sets one, the turn has a delivery, and it is the scope's one reply of the
+    window; else None (the turn ends silent). Never raises."""
+    policy = deps.flow.for_channel(run.channel)
+    text = reply_for(policy, reason)
+    if not text or run.delivery_status != DeliveryStatus.pending:
+        return None
+    try:
+        key = window_key(reason, run.scope_id)
+        if not claim_notice(deps.rate_limiter, key, policy.notice_window_seconds):
+            return None
+        from nekoflow.turns.stages.common import render
+
+        return render(deps, run, text)
+    except Exception as exc:  # a reply is a courtesy: the turn still ends skipped
+        log.error("turn %s: no %s reply (%s)", run.turn_id, reason, safe_error(exc))
+        return None

@@ -12,6 +12,12 @@ Configured in ``config.ini`` beside the character-runtime sections::
     rate_limit_channel =           ; per channel (empty = no limit)
     ; over a limit: this short reply, at most once per window (empty = none; no inline comment)
     rate_limit_reply = 慢一点，我跟不上啦
+    ; skipped "busy" (reject), "stale", "quota_exceeded": these replies, each at most once per
+    ; scope per notice_window_seconds (empty or absent = silence, the default)
+    busy_reply = 稍等，我还在回上一条
+    stale_reply =
+    quota_reply =
+    notice_window_seconds = 60
     daily_tokens_user = 200000     ; token quota per UTC day: _scope, _user, _channel, _character
     quota_fallback_model =         ; over quota: answer with this model instead of skipping
 
@@ -73,6 +79,15 @@ class FlowPolicy(BaseModel):
     #: Over a rate limit: send this short reply, at most once per window of each full limit
     #: (None: skip silently).
     rate_limit_reply: str | None = Field(default=None, max_length=REPLY_MAX_CHARS)
+    #: ``reject``: a message skipped ``busy`` gets this short reply (None: silence).
+    busy_reply: str | None = Field(default=None, max_length=REPLY_MAX_CHARS)
+    #: A turn skipped ``stale`` gets this short reply (None: silence — the user moved on).
+    stale_reply: str | None = Field(default=None, max_length=REPLY_MAX_CHARS)
+    #: A turn skipped ``quota_exceeded`` gets this short reply (None: silence).
+    quota_reply: str | None = Field(default=None, max_length=REPLY_MAX_CHARS)
+    #: ``busy_reply``/``stale_reply``/``quota_reply``: at most one of each per scope per this
+    #: many seconds.
+    notice_window_seconds: float = Field(default=60.0, gt=0)
     #: Token quotas per UTC day (prompt + completion, as the LLM servers reported); 0 = none.
     daily_tokens_scope: int = Field(default=0, ge=0)
     daily_tokens_user: int = Field(default=0, ge=0)
@@ -116,6 +131,14 @@ class FlowConfig(BaseModel):
 
 
 _KEYS = set(FlowPolicy.model_fields)
+_REPLY_FOR = {
+    "rate_limited": "rate_limit_reply",
+    "busy": "busy_reply",
+    "stale": "stale_reply",
+    "quota_exceeded": "quota_reply",
+}
+"""The reply setting of each reason a message is skipped for."""
+_REPLIES = set(_REPLY_FOR.values())
 
 
 def _bad(section: str, key: str, message: str) -> ConfigError:
@@ -168,7 +191,7 @@ def _policy(raw: Mapping[str, str], section: str, base: FlowPolicy) -> FlowPolic
             if choice not in OnBusy.__members__:
                 raise _bad(section, key, f"expected one of {', '.join(OnBusy)}; got {choice!r}")
             values[key] = OnBusy(choice)
-        elif key == "rate_limit_reply":
+        elif key in _REPLIES:
             values[key] = _reply(value, section, key)
         elif key.startswith("rate_limit_"):
             values[key] = _rate(value, section, key)
@@ -185,7 +208,15 @@ def _policy(raw: Mapping[str, str], section: str, base: FlowPolicy) -> FlowPolic
                 raise _bad(section, key, "must be >= 0")
         else:
             values[key] = _seconds(value, section, key)
+            if key == "notice_window_seconds" and not values[key]:
+                raise _bad(section, key, "must be more than 0 seconds")
     return FlowPolicy.model_validate(values)
+
+
+def reply_for(policy: FlowPolicy, reason: str) -> str | None:
+    """The short reply ``policy`` sends for a message skipped with ``reason`` (None: none)."""
+    field = _REPLY_FOR.get(reason)
+    return getattr(policy, field) if field else None
 
 
 def parse_flow_config(parser: configparser.ConfigParser) -> FlowConfig:

@@ -9,7 +9,7 @@ or not at all — then it becomes a turn of its own. Nothing is lost or answered
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import and_, bindparam, func, update
 from sqlalchemy import literal as sa_literal
@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from nekoflow.delivery.outbox import closed_delivery
 from nekoflow.flow.policy import FlowPolicy
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
@@ -68,17 +69,43 @@ def merged_turn_for(engine: Engine, dedupe_key: str | None) -> str | None:
         return conn.execute(_KNOWN, {"key": dedupe_key}).scalar()
 
 
-def create_or_merge(
-    engine: Engine, run: TurnRun, policy: FlowPolicy, *, claim_publish: bool = False
-) -> tuple[TurnRun | None, str | None]:
-    """``on_busy = merge``/``interrupt``: in one transaction holding the scope's counter lock,
-    merge the message into the scope's queued turn, or else insert ``run`` as a new turn.
+class Written(NamedTuple):
+    """What :func:`create_or_merge` did with a message."""
 
-    Returns ``(new_row, None)`` or ``(None, turn_id)`` — the turn the message was merged into,
-    or the one it already belongs to when the platform redelivered it. The lock serialises
-    every creator of the scope's turns, so concurrent first messages of a burst are one turn.
-    ``claim_publish``: a new turn that is next in its scope gets its first publication claimed
-    in the same transaction (``publishes == 1``: the caller publishes it).
+    #: ``new`` (``row`` inserted), ``merged`` (joined the queued ``turn_id``), ``known`` (the
+    #: platform redelivered it: ``turn_id`` is the turn it already belongs to) or ``busy``
+    #: (``reject``: the scope has an unfinished turn; nothing written).
+    outcome: Literal["new", "merged", "known", "busy"]
+    row: TurnRun | None = None
+    turn_id: str | None = None
+
+
+_BUSY = sa_select(
+    sa_select(_RUN.c.turn_id)
+    .where(_RUN.c.scope_id == bindparam("scope"), _RUN.c.status.not_in(sorted(FINISHED)))
+    .exists()
+)
+"""Has the scope (``scope``) a queued or running turn (built once)."""
+
+
+def create_or_merge(
+    engine: Engine,
+    run: TurnRun,
+    policy: FlowPolicy,
+    *,
+    claim_publish: bool = False,
+    reject_busy: bool = False,
+) -> Written:
+    """In one transaction holding the scope's counter lock: for ``merge``/``interrupt``, merge
+    the message into the scope's queued turn, or else insert ``run`` as a new turn; with
+    ``reject_busy`` (``on_busy = reject``), insert ``run`` only when the scope has no queued or
+    running turn.
+
+    The lock serialises every creator of the scope's turns, so concurrent first messages of a
+    burst are one turn (merge) or one admitted message (reject): the busy check and the merge
+    target are read after the lock is taken, never before. A redelivered message comes back as
+    ``known``. ``claim_publish``: a new turn that is next in its scope gets its first
+    publication claimed in the same transaction (``publishes == 1``: the caller publishes it).
     """
     from nekoflow.turns.store import _next_seq, insert_run
 
@@ -89,12 +116,19 @@ def create_or_merge(
         seen, target_id, created_at = s.execute(_PROBE, params).one()
         if seen is not None:
             s.rollback()
-            return None, seen
+            return Written("known", turn_id=seen)
+        if reject_busy:
+            if s.execute(_BUSY, params).scalar():
+                s.rollback()
+                return Written("busy")
+            target_id = None
         if target_id is not None:
             now = utcnow()
             first = created_at.replace(tzinfo=created_at.tzinfo or UTC)
             until = policy.debounce_until(first.timestamp(), now.timestamp())
             not_before = datetime.fromtimestamp(until, UTC) if policy.debounce_seconds else None
+            # Waits for a claim of the same row in progress (its row lock; SQLite's write lock
+            # was taken by the counter): a turn that started meanwhile is not joined.
             res = s.execute(
                 update(_RUN)
                 .where(_RUN.c.turn_id == target_id, _RUN.c.status == TurnStatus.queued.value)
@@ -106,17 +140,17 @@ def create_or_merge(
                 )
                 try:
                     s.commit()
-                    return None, target_id
+                    return Written("merged", turn_id=target_id)
                 except IntegrityError:  # the same platform message, merged concurrently
                     s.rollback()
-                    return None, merged_turn_for(engine, run.dedupe_key)
+                    return Written("known", turn_id=merged_turn_for(engine, run.dedupe_key))
         try:
             row = insert_run(s, run, seq, claim_publish=claim_publish)
             s.commit()
         except IntegrityError:  # the same platform message, enqueued concurrently: theirs
             s.rollback()
-            return None, merged_turn_for(engine, run.dedupe_key)
-        return row, None
+            return Written("known", turn_id=merged_turn_for(engine, run.dedupe_key))
+        return Written("new", row=row, turn_id=row.turn_id)
 
 
 _MERGED = FastStatement(
@@ -141,89 +175,115 @@ def merged_requests(
     return [(dict(r), at) for r, at in rows]
 
 
-def scope_busy(engine: Engine, scope_id: str) -> bool:
-    """True when ``scope_id`` has a turn that is queued or running."""
-    with read_session(engine) as s:
-        n = s.exec(
-            select(func.count())
-            .select_from(TurnRun)
-            .where(
-                TurnRun.scope_id == scope_id,
-                col(TurnRun.status).not_in(list(FINISHED)),
-            )
-        ).one()
-    return bool(n)
-
-
-def supersede_running(engine: Engine, scope_id: str) -> str | None:
-    """``on_busy = interrupt``: end the scope's running turn as ``superseded`` unless its deltas
-    are applied; returns its id (None when there is nothing to supersede).
+def supersede_running(
+    engine: Engine, scope_id: str, *, before_seq: int | None = None
+) -> str | None:
+    """``on_busy = interrupt``: end the scope's running turn (one that arrived before
+    ``before_seq``, when given) as ``superseded`` unless its deltas are applied; returns its id
+    (None when there is nothing to supersede).
 
     In one transaction: the status flips only while the turn is still ``running`` (the same row
     ``apply_deltas`` re-checks under its lock, so a turn past apply is never undone), its user
-    line(s) are kept in the dialogue tree, and a reply it already wrote is left on an inactive
-    branch (the active leaf goes back to its last user line). The turn's chain stops at its next
-    stage; nothing is applied or sent. A turn still being dispatched is not superseded (the new
-    message queues behind it).
+    line(s) are kept in the dialogue tree, a reply it already wrote is left on an inactive
+    branch (the active leaf goes back to its last user line), and its delivery is closed
+    (``not_sent``, reason ``superseded``). The turn's chain stops at its next stage; nothing is
+    applied or sent. A turn is claimed and dispatched in one transaction, so a running turn
+    always has its dispatch result; ``apply_deltas`` checks for a newer turn itself under the
+    scope's lock (:func:`newer_turn_exists`), so a message that was written before the turn
+    applied supersedes it even when this call comes too late.
     """
+    with Session(engine) as s:
+        query = select(TurnRun).where(
+            TurnRun.scope_id == scope_id, TurnRun.status == TurnStatus.running.value
+        )
+        if before_seq is not None:
+            query = query.where(col(TurnRun.seq) < before_seq)
+        run = s.exec(query.order_by(col(TurnRun.seq)).limit(1)).first()
+        if run is None:
+            return None
+        return _supersede(s, run)
+
+
+def supersede_turn(engine: Engine, turn_id: str) -> str | None:
+    """End the running turn ``turn_id`` as ``superseded`` (as :func:`supersede_running`)."""
+    with Session(engine) as s:
+        run = s.get(TurnRun, turn_id)
+        if run is None or run.status != TurnStatus.running:
+            return None
+        return _supersede(s, run)
+
+
+_NEWER = sa_select(
+    sa_select(_RUN.c.turn_id)
+    .where(
+        _RUN.c.scope_id == bindparam("scope"),
+        _RUN.c.seq > bindparam("seq"),
+        _RUN.c.status.not_in(sorted(FINISHED)),
+    )
+    .exists()
+)
+
+
+def newer_turn_exists(session: Bind, scope_id: str, seq: int | None) -> bool:
+    """In the caller's transaction (which holds the scope's lock): has a message arrived after
+    the turn ``seq`` of ``scope_id`` — a later queued or running turn of the scope?"""
+    if seq is None:
+        return False
+    return bool(session.execute(_NEWER, {"scope": scope_id, "seq": seq}).scalar())
+
+
+def _supersede(s: Session, run: TurnRun) -> str | None:
+    """Supersede ``run`` (read in ``s``) and commit; its id, or None when it is past apply."""
     from nekoflow.memory.turn_lines import _lock_save, _turn_lines, set_active_leaf, write_turn
     from nekoflow.storage.turns import DeltaLedger, TurnStage
     from nekoflow.turns.models import DispatchResult
 
-    with Session(engine) as s:
-        run = s.exec(
-            select(TurnRun)
-            .where(TurnRun.scope_id == scope_id, TurnRun.status == TurnStatus.running.value)
-            .order_by(col(TurnRun.seq))
-            .limit(1)
-        ).first()
-        if run is None:
-            return None
-        stored = s.get(TurnStage, (run.turn_id, "dispatch"))
-        if stored is None:
-            return None
-        d = DispatchResult.model_validate(stored.result)
-        # Lock order as memory_build has it — the save, then the turn row — so the two never
-        # deadlock (memory_build writes the lines under the save lock, then its stage result).
-        _lock_save(s, d.save_id)
-        applied = select(DeltaLedger.turn_id).where(DeltaLedger.turn_id == run.turn_id).exists()
-        now = utcnow()
-        res = s.exec(  # type: ignore[call-overload]
-            update(TurnRun)
-            .where(
-                and_(
-                    TurnRun.turn_id == run.turn_id,
-                    TurnRun.status == TurnStatus.running.value,
-                    ~applied,
-                )
+    stored = s.get(TurnStage, (run.turn_id, "dispatch"))
+    if stored is None:
+        return None
+    d = DispatchResult.model_validate(stored.result)
+    # Lock order as memory_build has it — the save, then the turn row — so the two never
+    # deadlock (memory_build writes the lines under the save lock, then its stage result).
+    _lock_save(s, d.save_id)
+    applied = select(DeltaLedger.turn_id).where(DeltaLedger.turn_id == run.turn_id).exists()
+    now = utcnow()
+    res = s.exec(  # type: ignore[call-overload]
+        update(TurnRun)
+        .where(
+            and_(
+                TurnRun.turn_id == run.turn_id,
+                TurnRun.status == TurnStatus.running.value,
+                ~applied,
             )
-            .values(
-                status=TurnStatus.superseded.value,
-                reason="superseded",
-                rendered=[],
-                finished_at=now,
-                updated_at=now,
-            )
-            .execution_options(synchronize_session=False)
         )
-        if res.rowcount != 1:
-            s.rollback()
-            return None
-        from nekoflow.turns.stages import _request, _user_lines
+        .values(
+            status=TurnStatus.superseded.value,
+            reason="superseded",
+            rendered=[],
+            finished_at=now,
+            updated_at=now,
+            **closed_delivery("superseded"),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if res.rowcount != 1:
+        s.rollback()
+        return None
+    from nekoflow.turns.stages import _request, _user_lines
 
-        lines = write_turn(
-            s,
-            save_id=d.save_id,
-            turn_id=run.turn_id,
-            user_lines=_user_lines(_request(run), d),
-            reply_segments=[],
-            role_id=d.role_id,
-            display_name=d.role_name,
-            now=d.sent_at,
-        )
-        users = [ln for ln in lines if ln.attribute == "user" and ln.id is not None]
-        written = _turn_lines(s, d.save_id, run.turn_id)
-        if users and any(ln.attribute == "assistant" for ln in written):
-            set_active_leaf(s, d.save_id, users[-1].id)  # type: ignore[arg-type]
-        s.commit()
-        return run.turn_id
+    lines = write_turn(
+        s,
+        save_id=d.save_id,
+        turn_id=run.turn_id,
+        user_lines=_user_lines(_request(run), d),
+        reply_segments=[],
+        role_id=d.role_id,
+        display_name=d.role_name,
+        now=d.sent_at,
+    )
+    users = [ln for ln in lines if ln.attribute == "user" and ln.id is not None]
+    written = _turn_lines(s, d.save_id, run.turn_id)
+    if users and any(ln.attribute == "assistant" for ln in written):
+        set_active_leaf(s, d.save_id, users[-1].id)  # type: ignore[arg-type]
+    s.commit()
+    return run.turn_id

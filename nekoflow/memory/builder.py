@@ -168,8 +168,14 @@ def build_memory(
     role_id: int | str | None = None,
     script_role_id: int | str | None = None,
     display_name: str | None = None,
+    user_separator: str = "",
+    name_users: bool = False,
 ) -> list[dict[str, str]]:
     """Build the LLM message list (``{"role", "content"}`` dicts) for the target character.
+
+    ``user_separator`` joins a run of several user lines outside the braces (the seed joins
+    them with nothing; the turn pipeline keeps each message on its own line); ``name_users``
+    writes such a run as ``name:content`` rows, one per line (a group's merged messages).
 
     One pass, no string concatenation in loops (parts are joined once per message).
     Raises :class:`nekoflow.errors.InputError` naming ``lines[i].<field>`` for a bad line, or the
@@ -196,14 +202,20 @@ def build_memory(
     run: list[tuple[str, str]] = []  # pending user run: (row name, content)
     reply: list[str] = []  # pending merged target reply
 
+    def run_text() -> str:
+        """The pending user run as it stays outside the braces."""
+        if name_users and len(run) > 1:
+            return "\n".join([f"{name}:{content}" for name, content in run])
+        return user_separator.join([content for _, content in run])
+
     def flush_user() -> None:
         """Emit pending context + user run (the run stays outside the braces)."""
         if context:
             text = "{" + "\n".join(context) + "}"
             if run:
-                text += "\n" + "".join([content for _, content in run])
+                text += "\n" + run_text()
         else:
-            text = "".join([content for _, content in run])
+            text = run_text()
         context.clear()
         run.clear()
         if text:

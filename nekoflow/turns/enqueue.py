@@ -10,7 +10,9 @@ from nekoflow.channels.config_watch import refresh as refresh_config
 from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.flow import store as flow_store
 from nekoflow.flow.admission import admit
-from nekoflow.flow.notice import send_notice
+from nekoflow.flow.limits import claim_notice
+from nekoflow.flow.notice import send_notice, window_key
+from nekoflow.flow.store import Written
 from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import publications, store
@@ -78,12 +80,6 @@ def submit_turn(
         notice=deliver,
     )
     notifier = notifier_for(deps.settings)
-    if admission.superseded is not None:
-        hooks.turn_ended(adapter.channel_name, "superseded", turn_id=admission.superseded)
-        # The superseded turn will not hand its scope on: start the next queued turn now.
-        nxt = publications.next_queued_in_scope(deps.engine, decision.scope_id)
-        if nxt is not None and publications.first_publish(deps.engine, nxt.turn_id):
-            publish_claimed(deps, nxt)
     if admission.kind == "skipped":
         hooks.turn_ended(adapter.channel_name, "skipped", admission.reason or "skipped")
         if admission.notice and policy.rate_limit_reply:
@@ -118,13 +114,42 @@ def submit_turn(
     run.delivery_status = initial_delivery_status(run, deps.settings)
     # The row is written with its first publication claimed when it is next in its scope
     # (decided under the scope's lock, in the insert's transaction).
-    if admission.merge:
-        new_row, merged_into = flow_store.create_or_merge(
-            deps.engine, run, policy, claim_publish=True
+    if admission.merge or admission.reject_busy:
+        written = flow_store.create_or_merge(
+            deps.engine,
+            run,
+            policy,
+            claim_publish=True,
+            reject_busy=admission.reject_busy,
         )
-        if new_row is None:
-            return TurnHandle(merged_into, deps.engine, channel=run.channel, notifier=notifier)
-        row, created = new_row, True
+        if admission.supersede and written.outcome in ("new", "merged"):
+            supersede_before(deps, run.channel, decision.scope_id, written)
+        if written.outcome == "busy":
+            hooks.turn_ended(adapter.channel_name, "skipped", "busy")
+            if (
+                deliver
+                and policy.busy_reply
+                and claim_notice(
+                    deps.rate_limiter,
+                    window_key("busy", decision.scope_id),
+                    policy.notice_window_seconds,
+                )
+            ):
+                send_notice(  # the scope's one busy reply of the window
+                    deps,
+                    channel=adapter.channel_name,
+                    scope_id=decision.scope_id,
+                    character_id=decision.character_id,
+                    req=req,
+                    context=decision.context.model_dump(mode="json"),
+                    text=policy.busy_reply,
+                    bot=bot,
+                    reason="busy",
+                )
+            return TurnHandle.skipped("busy", channel=adapter.channel_name)
+        if written.row is None:
+            return TurnHandle(written.turn_id, deps.engine, channel=run.channel, notifier=notifier)
+        row, created = written.row, True
     else:
         row, created = store.create_turn_run(deps.engine, run, claim_publish=True)
     if created and row.publishes == 1:
@@ -132,3 +157,21 @@ def submit_turn(
         # publish pending and the sweeper publishes it (TurnHandle.publish_pending says so).
         publish_claimed(deps, row)
     return TurnHandle(row.turn_id, deps.engine, channel=row.channel, notifier=notifier)
+
+
+def supersede_before(deps: TurnDeps, channel: str, scope_id: str, written: Written) -> None:
+    """``on_busy = interrupt``, after the message was written: the scope's running turn that
+    arrived before it gives way (unless past apply_deltas), and the scope's next queued turn —
+    the one answering the new message — starts now, the superseded turn no longer handing the
+    scope on itself."""
+    seq = written.row.seq if written.row is not None else None
+    if seq is None and written.turn_id is not None:
+        joined = store.get_run(deps.engine, written.turn_id)
+        seq = joined.seq if joined is not None else None
+    superseded = flow_store.supersede_running(deps.engine, scope_id, before_seq=seq)
+    if superseded is None:
+        return
+    hooks.turn_ended(channel, "superseded", turn_id=superseded)
+    nxt = publications.next_queued_in_scope(deps.engine, scope_id)
+    if nxt is not None and publications.first_publish(deps.engine, nxt.turn_id):
+        publish_claimed(deps, nxt)

@@ -10,6 +10,7 @@ has not talked yet gets the greeting a first turn would write. The scope's timed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -22,7 +23,7 @@ from nekoflow.memory import build_memory
 from nekoflow.memory.history import load_history_rows
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role, Save
-from nekoflow.storage.turns import TurnRun
+from nekoflow.storage.turns import TurnRun, TurnStage
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,10 @@ def scope_view(
             select(Save.id).where(Save.role_id == role_id, Save.scope_id == scope_id)
         ).first()
         rows = load_history_rows(s, save_id, limit=history_limit) if save_id is not None else []
-    messages = build_memory(rows, role_id=role_id)
+        group = _in_group(s, scope_id)
+    # as before_turn renders history (turns.stages.common.history_messages): one message per
+    # user line, named in a group
+    messages = build_memory(rows, role_id=role_id, user_separator="\n", name_users=group)
     card = CardData.model_validate(role.card) if role.card else None
     if not rows and card is not None and card.greetings():
         # a first turn writes the greeting before its recall
@@ -66,3 +70,15 @@ def scope_view(
         if text:
             messages = [{"role": "assistant", "content": text}]
     return ScopeView(role_id=int(role_id), role_name=role.name, messages=messages)
+
+
+def _in_group(s: Any, scope_id: str) -> bool:
+    """Whether the scope's latest claimed turn was in a group (its dispatch result says so)."""
+    result = s.exec(
+        select(TurnStage.result)
+        .join(TurnRun, col(TurnRun.turn_id) == col(TurnStage.turn_id))
+        .where(TurnRun.scope_id == scope_id, TurnStage.stage == "dispatch")
+        .order_by(col(TurnRun.created_at).desc())
+        .limit(1)
+    ).first()
+    return bool(isinstance(result, dict) and result.get("group_id"))

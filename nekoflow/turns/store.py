@@ -269,14 +269,22 @@ def finish(
     *,
     reason: str | None = None,
     rendered: list[dict[str, Any]] | None = None,
+    close_delivery: str | None = None,
 ) -> None:
-    """Mark a turn finished (done, failed or skipped) in its own transaction."""
+    """Mark a turn finished (done, failed or skipped) in its own transaction.
+
+    ``close_delivery``: the turn has nothing to send — an open delivery is closed ``not_sent``
+    with this reason in the same statement (the sweeper never sees it as stalled)."""
     now = utcnow()
     values: dict[str, Any] = {"status": status.value, "updated_at": now, "finished_at": now}
     if reason is not None:
         values["reason"] = reason
     if rendered is not None:
         values["rendered"] = rendered
+    if close_delivery is not None:
+        from nekoflow.delivery.outbox import closed_delivery
+
+        values.update(closed_delivery(close_delivery))
     stmt = update(TurnRun).where(TurnRun.turn_id == turn_id).values(**values)  # type: ignore[arg-type]
     with Session(engine) as s:
         s.exec(stmt)  # type: ignore[call-overload]
@@ -299,6 +307,20 @@ def claim_next_in(session: Bind, scope_id: str) -> TurnRun | bool | None:
     row = _CLAIM_NEXT.first(session, {"p_scope": scope_id, "p_now": utcnow()})
     return None if row is None else run_from_row(row)
 
+
+def lock_scope(session: Bind, scope_id: str) -> bool:
+    """Take the scope's lock in the caller's transaction, before anything else it locks: a
+    no-op UPDATE of the scope's counter row (a row lock on PostgreSQL, the write lock on SQLite,
+    where ``FOR UPDATE`` is not a lock). False when the scope has no counter row yet."""
+    return bool(_TOUCH_SCOPE.first(session, {"p_scope": scope_id}))
+
+
+_TOUCH_SCOPE = FastStatement(
+    update(ScopeCounter.__table__)  # type: ignore[attr-defined]
+    .where(ScopeCounter.__table__.c.scope_id == bindparam("p_scope"))  # type: ignore[attr-defined]
+    .values(last_seq=ScopeCounter.__table__.c.last_seq)  # type: ignore[attr-defined]
+    .returning(ScopeCounter.__table__.c.scope_id)  # type: ignore[attr-defined]
+)
 
 _LOCK_SCOPE = FastStatement(
     select(ScopeCounter.scope_id)

@@ -20,6 +20,7 @@ from nekoflow.flow.limits import (
     NoticeMarks,
     Verdict,
     acquire,
+    claim_notice,
     marks_to_set,
 )
 from nekoflow.flow.policy import REPLY_MAX_CHARS, FlowPolicy, parse_flow_config
@@ -223,3 +224,35 @@ def test_two_processes_racing_over_one_limit_get_one_notice(redis_client: redis.
         assert p.exitcode == 0
     assert sum(admitted for admitted, _ in results) == 5  # exact across processes
     assert sum(notices for _, notices in results) == 1  # one reply for the whole window
+
+
+def test_busy_stale_and_quota_replies_are_off_unless_set() -> None:
+    cfg = parse(
+        "[conversation_flow]\nbusy_reply = 稍等\nnotice_window_seconds = 30\n"
+        "[conversation_flow_qq]\nbusy_reply =\nstale_reply = 刚才没看到\nquota_reply = 明天见\n"
+    )
+    assert (cfg.default.busy_reply, cfg.default.notice_window_seconds) == ("稍等", 30.0)
+    assert cfg.default.stale_reply is None and cfg.default.quota_reply is None
+    qq = cfg.for_channel("qq")
+    assert (qq.busy_reply, qq.stale_reply, qq.quota_reply) == (None, "刚才没看到", "明天见")
+    assert FlowPolicy().busy_reply is None and FlowPolicy().notice_window_seconds == 60
+    with pytest.raises(ConfigError) as info:
+        parse("[conversation_flow]\nstale_reply = 好的 ; 注释\n")
+    assert info.value.field == "conversation_flow.stale_reply"
+    with pytest.raises(ConfigError) as info:
+        parse("[conversation_flow]\nnotice_window_seconds = 0\n")
+    assert info.value.field == "conversation_flow.notice_window_seconds"
+
+
+def test_claim_notice_is_once_per_window_in_redis_and_in_process(redis_client) -> None:
+    clock = Clock()
+    local = InMemoryRateLimiter(clock=clock)
+    assert claim_notice(local, "flow:reply:busy:s1", 10)
+    assert not claim_notice(local, "flow:reply:busy:s1", 10)
+    assert claim_notice(local, "flow:reply:busy:s2", 10)  # another scope
+    clock.now += 10.5
+    assert claim_notice(local, "flow:reply:busy:s1", 10)  # the next window
+    shared = RedisRateLimiter(redis_client, prefix="t")
+    assert claim_notice(shared, "flow:reply:stale:s1", 10)
+    assert not claim_notice(RedisRateLimiter(redis_client, prefix="t"), "flow:reply:stale:s1", 10)
+    assert 0 < redis_client.pttl("t:ratelimit-notice:flow:reply:stale:s1") <= 10_000

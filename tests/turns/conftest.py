@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -222,3 +223,39 @@ def wait_for(
             return
         time.sleep(0.1)
     pytest.fail(f"timed out waiting for {what}\n{logs()}")
+
+
+# --- the loopback Telegram Bot API ---------------------------------------------------------
+
+
+@pytest.fixture
+def bot_api() -> Iterator[Any]:
+    """The loopback Telegram Bot API (as ``fake_tg`` of the Telegram tests)."""
+    from tests.platforms.telegram import conftest as telegram
+    from tests.platforms.telegram.fake_botapi import FakeBotApi
+
+    fake = FakeBotApi({telegram.TOKEN})
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def tg(bot_api: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """NEKOFLOW_TELEGRAM_* for one bot at the fake (as ``tg_env`` of the Telegram tests)."""
+    from tests.platforms.telegram import conftest as telegram
+
+    env = {
+        "NEKOFLOW_TELEGRAM_API_BASE_URL": bot_api.url,
+        "NEKOFLOW_TELEGRAM_TOKEN": telegram.TOKEN,
+        "NEKOFLOW_TELEGRAM_SECRET_TOKEN": telegram.SECRET,
+        "NEKOFLOW_TELEGRAM_MODE": "webhook",
+        "NEKOFLOW_TELEGRAM_BOT_NAME": "neko",
+        "NEKOFLOW_TELEGRAM_TIMEOUT": "5",
+        "NEKOFLOW_DELIVERY_BACKOFF_BASE": "0.05",
+        "NEKOFLOW_DELIVERY_BACKOFF_MAX": "0.2",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    telegram.reset_caches()
+    yield env
+    telegram.reset_caches()

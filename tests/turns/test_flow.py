@@ -276,3 +276,35 @@ def test_interrupt_at_every_stage(deps, stages_done: int) -> None:
     expected = {old.turn_id, new.turn_id} if stages_done == len(STAGES) else {new.turn_id}
     assert applied == expected
     assert new.status() == "done"
+
+
+def test_apply_supersedes_its_turn_when_a_newer_message_was_written_first(
+    deps, published, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``interrupt``: apply_deltas checks for a newer turn under the scope's lock, so a message
+    written before the apply supersedes the turn even when its enqueuer never superseded it (it
+    died between the write and the supersede, or came too late)."""
+    from nekoflow.storage.turns import DeltaLedger
+    from nekoflow.turns import enqueue
+    from nekoflow.turns.stages import STAGE_FUNCS
+
+    policy(deps, on_busy=OnBusy.interrupt)
+    first = submit_turn(deps, "web", event("在吗", message_id="i1"))
+    for stage in ("dispatch", "before_turn", "llm_call", "memory_build", "review"):
+        STAGE_FUNCS[stage](deps, first.turn_id)
+    monkeypatch.setattr(enqueue, "supersede_before", lambda *args, **kwargs: None)
+    second = submit_turn(deps, "web", event("人呢", message_id="i2"))
+    assert second.turn_id != first.turn_id and first.status() == "running"
+    assert run_inline(deps, first.turn_id, sleep=False) == "stop"  # from apply_deltas
+    assert first.status() == "superseded"
+    assert published[-1] == second.turn_id  # the scope was handed on to the newer turn
+    assert run_inline(deps, second.turn_id, sleep=False) == "ok"
+    with Session(deps.engine) as s:
+        run = s.get(TurnRun, first.turn_id)
+        assert (run.delivery_status, run.reason) in (
+            (None, "superseded"),
+            ("not_sent", "superseded"),
+        )
+        ledger = s.exec(select(DeltaLedger.turn_id)).all()
+    assert ledger == [second.turn_id]
+    assert user_lines(deps.engine, [first.turn_id, second.turn_id]) == ["在吗", "人呢"]

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -25,7 +24,6 @@ from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
-from tests.platforms.telegram import conftest as telegram
 from tests.platforms.telegram.conftest import tg_update
 from tests.platforms.telegram.fake_botapi import FakeBotApi
 
@@ -41,34 +39,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def bot_api() -> Iterator[FakeBotApi]:
-    """The loopback Telegram Bot API (as ``fake_tg`` of the Telegram tests)."""
-    fake = FakeBotApi({telegram.TOKEN})
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def tg(bot_api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """NEKOFLOW_TELEGRAM_* for one bot at the fake (as ``tg_env`` of the Telegram tests)."""
-    env = {
-        "NEKOFLOW_TELEGRAM_API_BASE_URL": bot_api.url,
-        "NEKOFLOW_TELEGRAM_TOKEN": telegram.TOKEN,
-        "NEKOFLOW_TELEGRAM_SECRET_TOKEN": telegram.SECRET,
-        "NEKOFLOW_TELEGRAM_MODE": "webhook",
-        "NEKOFLOW_TELEGRAM_BOT_NAME": "neko",
-        "NEKOFLOW_TELEGRAM_TIMEOUT": "5",
-        "NEKOFLOW_DELIVERY_BACKOFF_BASE": "0.05",
-        "NEKOFLOW_DELIVERY_BACKOFF_MAX": "0.2",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    telegram.reset_caches()
-    yield env
-    telegram.reset_caches()
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from nekoflow.flow.policy import OnBusy
+from nekoflow.flow.store import newer_turn_exists, supersede_turn
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
 from nekoflow.review.models import ReviewOutput
@@ -90,6 +92,18 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
         if run.status != TurnStatus.running:
             raise TurnNotRunnable(f"turn {turn_id} is {run.status}; apply_deltas does not run")
         d = turn.required("dispatch", DispatchResult)
+        if deps.flow.for_channel(run.channel).on_busy == OnBusy.interrupt:
+            # The last point a newer message supersedes this turn: under the scope's lock,
+            # held until this transaction commits, so a message written before the commit
+            # supersedes the turn (here, or by its enqueuer) and one written after it finds
+            # the turn answered.
+            store.lock_scope(s, d.scope_id)
+            if newer_turn_exists(s, d.scope_id, run.seq):
+                s.rollback()
+                if supersede_turn(deps.engine, turn_id) is not None:
+                    announce(deps, run, TurnStatus.superseded, reason="superseded")
+                    handoff(deps, run)
+                raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
         b = turn.required("before_turn", BeforeTurnResult)
         m = turn.required("memory_build", MemoryBuildResult)
         out = turn.required("review", ReviewOutput)

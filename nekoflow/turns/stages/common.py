@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
 from nekoflow.channels import ChannelRuntimeContext, ChatRequest
+from nekoflow.memory.builder import build_memory
 from nekoflow.memory.reply import ReplySegment, visible_text
 from nekoflow.storage import read_session
 from nekoflow.storage.fastsql import Bind
@@ -186,10 +187,21 @@ def _user_lines(req: ChatRequest, d: DispatchResult) -> list[dict[str, Any]]:
 
 
 def turn_user_text(req: ChatRequest, d: DispatchResult | None) -> str:
-    """What the user said in this turn: one message, or every merged message, one per line."""
+    """What the user said in this turn: one message, or every merged message, one per line —
+    in a group each line as ``name:content``, naming its speaker (as the history does)."""
     if d is None or not d.merged:
         return user_text(req)
-    return "\n".join(line["content"] for line in _user_lines(req, d))
+    lines = _user_lines(req, d)
+    if d.group_id:
+        return "\n".join(f"{line['display_name'] or '用户'}:{line['content']}" for line in lines)
+    return "\n".join(line["content"] for line in lines)
+
+
+def history_messages(rows: Sequence[Any], d: DispatchResult) -> list[dict[str, str]]:
+    """The dialogue history as chat messages for the turn's character: a run of user lines
+    (merged or interrupted messages) keeps one message per line, named in a group, exactly as
+    :func:`turn_user_text` showed them when they were new."""
+    return build_memory(rows, role_id=d.role_id, user_separator="\n", name_users=bool(d.group_id))
 
 
 def render(deps: TurnDeps, run: TurnRun, text: str) -> list[dict[str, Any]]:

@@ -8,9 +8,10 @@ from sqlmodel import Session
 
 from nekoflow.debuglog import debug_detail
 from nekoflow.events import Event
+from nekoflow.flow.notice import publish_notice, skip_reply
 from nekoflow.memory.history import write_turn
 from nekoflow.observability import hooks
-from nekoflow.redact import safe_error
+from nekoflow.redact import safe_error, scope_label
 from nekoflow.storage.turns import (
     FINISHED,
     TurnRun,
@@ -60,12 +61,31 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
 
 
 def skip_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
-    """End a turn unanswered (``stale``…): nothing written or rendered; the scope moves on."""
+    """End a turn unanswered (``stale``, ``quota_exceeded``): nothing written; its delivery
+    closed ``not_sent`` with the reason, or — with the channel's ``stale_reply``/``quota_reply``
+    and once per scope per window — that short reply rendered and delivered; the scope moves
+    on."""
     run = store.get_run(deps.engine, turn_id)
     if run is None or run.status in FINISHED:
         return
-    store.finish(deps.engine, turn_id, TurnStatus.skipped, reason=reason, rendered=[])
+    reply = skip_reply(deps, run, reason)
+    if reply is None:
+        store.finish(
+            deps.engine,
+            turn_id,
+            TurnStatus.skipped,
+            reason=reason,
+            rendered=[],
+            close_delivery=reason,
+        )
+    else:  # the channel's stale/quota reply: delivered like the rate-limit reply
+        store.finish(deps.engine, turn_id, TurnStatus.skipped, reason=reason, rendered=reply)
     announce(deps, run, TurnStatus.skipped, reason=reason)
+    if reply is not None:
+        try:
+            publish_notice(turn_id, scope_label(run.scope_id, key=deps.settings.scope_hash_key))
+        except Exception as exc:  # the sweeper re-publishes a delivery that stopped moving
+            log.warning("turn %s: %s reply not published (%s)", turn_id, reason, safe_error(exc))
     handoff(deps, run)
 
 

@@ -19,7 +19,6 @@ from nekoflow.channels import ChatRequest
 from nekoflow.characters.card import CardData
 from nekoflow.characters.greetings import greeting_index, greeting_text, write_greeting
 from nekoflow.macros import MacroContext
-from nekoflow.memory import build_memory
 from nekoflow.memory.embeddings import configured_embedder, query_vector
 from nekoflow.memory.history import load_history_rows
 from nekoflow.memory.retrieve import PromptMemories, prompt_memories
@@ -54,6 +53,7 @@ from nekoflow.turns.stages.common import (
     _running,
     _save_result,
     _Turn,
+    history_messages,
     turn_user_text,
 )
 from nekoflow.worldbook import RecallOutcome, WorldBookRecallContext, recall
@@ -257,7 +257,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         embeddings_model=embedder.model if embedder is not None else None,
     )
     books = books_for(deps).books(s, versions=versions)
-    messages = build_memory(rows, role_id=d.role_id)
+    messages = history_messages(rows, d)
     recall_context = WorldBookRecallContext(
         latest_user_message=req.content,
         recent_messages=messages,
@@ -367,7 +367,7 @@ def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
     rows = _history_rows(deps, s, d, turn.run.turn_id)
     if b.history_lines is not None:  # the token-sized window before_turn chose
         rows = rows[len(rows) - b.history_lines :] if b.history_lines else []
-    history = build_memory(rows, role_id=d.role_id)
+    history = history_messages(rows, d)
     chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
     inserts = [DepthInsert(**i) for i in b.depth_inserts]
     tail = [{"role": "system", "content": b.post_history}] if b.post_history else []

@@ -347,5 +347,5 @@ def test_superseded_turn_sends_nothing_and_blocks_nothing(
     assert deliver_turn(dd, new).kind == "done"  # not held behind the superseded turn
     assert deliver_turn(dd, old.turn_id).reason == "turn superseded"
     run = store.get_run(deps.engine, old.turn_id)
-    assert run.delivery_status is None and run.delivery_reason == "turn superseded"
+    assert (run.delivery_status, run.delivery_reason) == ("not_sent", "superseded")
     assert fake_tg.texts(9501) == [m["content"] for m in store.get_run(deps.engine, new).rendered]
