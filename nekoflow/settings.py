@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     # Bearer token required for write endpoints; when unset (or blank), writes are refused
     # with 503 "NEKOFLOW_API_TOKEN not configured".
     api_token: SecretStr | None = None
+    # Reads of turns, replies and scope ids (/api/turns/{id}, its events, /runs) need the token
+    # too; true opens them to anyone who can reach the API (a private network, a demo).
+    api_public_reads: bool = False
     # Origins allowed by CORS (JSON list in the environment); empty = CORS off.
     api_cors_origins: list[str] = Field(default_factory=list)
 

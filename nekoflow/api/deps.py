@@ -8,7 +8,8 @@ embedding) are used as given and never closed by the app; objects the app create
 Auth: write endpoints depend on :func:`require_token`, which wants ``Authorization: Bearer
 <NEKOFLOW_API_TOKEN>`` (compared in constant time). With no token configured, writes are refused
 with 503 — never silently allowed, not even from loopback, because behind a reverse proxy every
-request comes from loopback.
+request comes from loopback. Reads of turns, replies and scope ids depend on
+:func:`require_read_token`: the same check, unless ``NEKOFLOW_API_PUBLIC_READS`` opens them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from nekoflow.worldbook.store import WorldBookStore
 log = logging.getLogger("nekoflow.api")
 
 TOKEN_NOT_CONFIGURED = "NEKOFLOW_API_TOKEN not configured"
+READS_CLOSED = (
+    f"{TOKEN_NOT_CONFIGURED}: reads of turns are closed "
+    "(set the token, or NEKOFLOW_API_PUBLIC_READS=true to open them)"
+)
 
 
 @dataclass
@@ -142,19 +147,14 @@ def token_matches(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
-def require_token(
-    state: Annotated[ApiState, Depends(get_state)],
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+def _check_bearer(
+    state: ApiState, credentials: HTTPAuthorizationCredentials | None, unconfigured: str
 ) -> None:
-    """Allow the request only with ``Authorization: Bearer <NEKOFLOW_API_TOKEN>``.
-
-    401 (with ``WWW-Authenticate: Bearer``) for a missing or wrong token; 503 when the server has
-    no token configured, so writes are off until one is set.
-    """
+    """401 unless the bearer token is NEKOFLOW_API_TOKEN; 503 ``unconfigured`` without one."""
     secret = state.settings.api_token
     expected = secret.get_secret_value().strip() if secret is not None else ""
     if not expected:
-        raise ApiError(503, f"{TOKEN_NOT_CONFIGURED}: write endpoints are disabled")
+        raise ApiError(503, unconfigured)
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
         raise ApiError(401, "missing bearer token (Authorization: Bearer …)", headers=challenge)
@@ -166,8 +166,36 @@ def require_token(
         )
 
 
+def require_token(
+    state: Annotated[ApiState, Depends(get_state)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> None:
+    """Allow the request only with ``Authorization: Bearer <NEKOFLOW_API_TOKEN>``.
+
+    401 (with ``WWW-Authenticate: Bearer``) for a missing or wrong token; 503 when the server has
+    no token configured, so writes are off until one is set.
+    """
+    _check_bearer(state, credentials, f"{TOKEN_NOT_CONFIGURED}: write endpoints are disabled")
+
+
+def require_read_token(
+    state: Annotated[ApiState, Depends(get_state)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> None:
+    """Reads of turns, replies and scope ids: the bearer token, unless public reads are on.
+
+    Like :func:`require_token` (401 / 503 without a configured token), except that
+    ``NEKOFLOW_API_PUBLIC_READS=true`` lets every request through.
+    """
+    if state.settings.api_public_reads:
+        return
+    _check_bearer(state, credentials, READS_CLOSED)
+
+
 StateDep = Annotated[ApiState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[WorldBookStore, Depends(get_store)]
 WriteAuth = Depends(require_token)
 """Add to a route's ``dependencies=[...]`` to make it a write endpoint."""
+ReadAuth = Depends(require_read_token)
+"""Add to a route's ``dependencies=[...]`` to close a read of turns, replies or scope ids."""

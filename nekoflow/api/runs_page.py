@@ -2,8 +2,9 @@
 
 ``GET /runs`` lists recent turns — status, stages, model, tokens, injected world-book entries,
 memories, delivery, failure reasons — filtered by channel, character, scope and status;
-``GET /runs/{turn_id}`` shows one turn's stages and their timings. With ``NEKOFLOW_API_TOKEN``
-set, reading needs the token: a browser logs in once on ``/runs/login`` (the form sets an
+``GET /runs/{turn_id}`` shows one turn's stages and their timings. Reading needs
+``NEKOFLOW_API_TOKEN`` (without one the page is closed, 503) unless ``NEKOFLOW_API_PUBLIC_READS``
+opens it: a browser logs in once on ``/runs/login`` (the form sets an
 HttpOnly, SameSite=Strict cookie holding an HMAC of the token, never the token itself); scripts
 may send ``Authorization: Bearer <token>``. Only ids, names, counts, codes — no message text.
 """
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, or_, select
 
 from nekoflow.api import runs_templates as t
-from nekoflow.api.deps import ApiState, StateDep, token_matches
+from nekoflow.api.deps import READS_CLOSED, ApiState, StateDep, token_matches
 from nekoflow.observability.turn_view import TurnInputs, stage_timings, turn_inputs
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStatus
@@ -49,10 +50,12 @@ def cookie_value(token: str) -> str:
 
 
 def authorized(request: Request, state: ApiState) -> bool:
-    """Whether the request may read runs (always, when no token is configured)."""
+    """Whether the request may read runs (always with public reads; never without a token)."""
+    if state.settings.api_public_reads:
+        return True
     expected = _token(state)
     if not expected:
-        return True
+        return False
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer ") and token_matches(header[7:].strip(), expected):
         return True
@@ -66,7 +69,14 @@ def _page(title: str, body: str, state: ApiState, status_code: int = 200) -> HTM
     return HTMLResponse(html, status_code=status_code, headers={"Cache-Control": "no-store"})
 
 
-def _to_login(request: Request) -> RedirectResponse:
+def _closed(state: ApiState) -> HTMLResponse:
+    """The page shown while reads are closed and no token is configured (nothing to log in with)."""
+    return _page("closed", f'<p class="reason" id="closed">{escape(READS_CLOSED)}</p>', state, 503)
+
+
+def _to_login(request: Request, state: ApiState) -> Response:
+    if not _token(state):
+        return _closed(state)
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return RedirectResponse(f"/runs/login?next={quote(target, safe='')}", status_code=303)
 
@@ -180,9 +190,11 @@ def _character_html(run: TurnRun, roles: dict[int, str]) -> str:
 
 @router.get("/runs/login", response_class=HTMLResponse)
 def login_form(state: StateDep, next: str = "/runs") -> Response:
-    """The token form (straight to the runs when no token is configured)."""
-    if not _token(state):
+    """The token form (straight to the runs when reads are public)."""
+    if state.settings.api_public_reads:
         return RedirectResponse(_safe_next(next), status_code=303)
+    if not _token(state):
+        return _closed(state)
     body = t.LOGIN.substitute(error="", next=escape(_safe_next(next)))
     return _page("log in", body, state)
 
@@ -232,7 +244,7 @@ def runs_page(
 ) -> Response:
     """Recent turns, filtered."""
     if not authorized(request, state):
-        return _to_login(request)
+        return _to_login(request, state)
     limit = min(max(limit, 1), MAX_LIMIT)
     channel, character, scope, status = (v.strip() for v in (channel, character, scope, status))
     runs, notices = query_runs(
@@ -260,7 +272,7 @@ def runs_page(
 def run_page(turn_id: str, request: Request, state: StateDep) -> Response:
     """One turn: summary, stages with timings and executions, injected entries, memories."""
     if not authorized(request, state):
-        return _to_login(request)
+        return _to_login(request, state)
     with Session(state.engine) as s:
         run = s.get(TurnRun, turn_id)
     if run is None:

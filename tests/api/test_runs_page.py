@@ -191,6 +191,9 @@ def test_reads_need_the_token_when_one_is_set(deps) -> None:
         )
         assert ok.headers["location"] == "/runs"  # no open redirect
         assert TOKEN not in ok.headers["set-cookie"]  # the cookie holds an HMAC, not the token
-    open_settings = Settings(database_url=str(deps.engine.url))
-    with TestClient(create_app(open_settings, engine=deps.engine, turn_deps=deps)) as client:
+    closed = Settings(database_url=str(deps.engine.url))  # no token: reads are closed
+    with TestClient(create_app(closed, engine=deps.engine, turn_deps=deps)) as client:
+        assert client.get("/runs").status_code == 503
+    public = Settings(database_url=str(deps.engine.url), api_public_reads=True)
+    with TestClient(create_app(public, engine=deps.engine, turn_deps=deps)) as client:
         assert client.get("/runs").status_code == 200
