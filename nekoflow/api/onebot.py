@@ -5,9 +5,10 @@ The implementation POSTs each event with ``X-Self-ID`` and, when a secret is con
 mode (a reverse-WebSocket bot's QQ number is public: it must not let anyone post as it), or a
 missing or wrong signature (constant-time compare; only an ``allow_unsigned`` bot goes without)
 is refused with 401 before the body is parsed. The route only stores the turn and publishes it
-(no turn runs inside the request) and answers 204 with no body (OneBot's "no quick operation"). Meta events and other
-non-chat events are answered 204 too; a malformed message event is a 422 naming the field.
-Replies go out through the deliver task (``http`` bots: the implementation's HTTP API).
+(no turn runs inside the request) and answers 204 with no body (OneBot's "no quick
+operation"). Meta events and other non-chat events are answered 204 too; a malformed message
+event is a 422 naming the field. Replies go out through the deliver task (``http`` bots: the
+implementation's HTTP API).
 """
 
 from __future__ import annotations

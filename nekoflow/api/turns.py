@@ -7,7 +7,8 @@ is a 422 naming the field (``event.<path>`` for the event's own fields).
 
 ``GET /api/turns/{turn_id}`` needs the bearer token (a turn id leaks through Flower or logs, and
 the turn holds the reply and the scope id) unless ``NEKOFLOW_API_PUBLIC_READS`` opens it. It
-shows status, stage, reason, the finished stages with their times, the rendered reply and the model call — never the user's message text.
+shows status, stage, reason, the finished stages with their times, the rendered reply and the
+model call — never the user's message text.
 """
 
 from __future__ import annotations
