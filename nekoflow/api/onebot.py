@@ -13,12 +13,12 @@ implementation's HTTP API).
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from nekoflow.api.bodies import load_json_body
 from nekoflow.api.deps import StateDep
 from nekoflow.api.errors import ApiError
 from nekoflow.api.schemas import ErrorResponse
@@ -79,10 +79,7 @@ async def onebot_event(
         raw, signature, config.secret.get_secret_value()
     ):
         raise ApiError(401, "missing or wrong X-Signature")
-    try:
-        event: Any = json.loads(raw)
-    except ValueError:
-        raise InputError("body is not JSON", field="body") from None
+    event: Any = load_json_body(raw)
     if not isinstance(event, dict):
         raise InputError("must be a OneBot event object", field="body")
     if not is_meta(event):
