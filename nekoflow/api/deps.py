@@ -29,6 +29,7 @@ from nekoflow.api.errors import ApiError
 from nekoflow.llm.base import ChatModel
 from nekoflow.settings import Settings
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.books import BookCache
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.worldbook.store import WorldBookStore
 
@@ -53,6 +54,14 @@ class ApiState:
     chat_model: ChatModel | None = None
     turn_deps: TurnDeps | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _books: BookCache | None = field(default=None, repr=False)
+
+    def book_cache(self) -> BookCache:
+        """Every world book, reloaded only when one changed (as a turn's recall reads them)."""
+        with self._lock:
+            if self._books is None:
+                self._books = BookCache(self.engine)
+            return self._books
 
     def redis(self) -> redis.Redis:
         """The injected Redis client, or one for ``settings.redis_url`` made on first use."""
@@ -190,6 +199,47 @@ def require_read_token(
     if state.settings.api_public_reads:
         return
     _check_bearer(state, credentials, READS_CLOSED)
+
+
+def has_token(state: ApiState, credentials: HTTPAuthorizationCredentials | None) -> bool:
+    """Whether the request carries the configured bearer token."""
+    secret = state.settings.api_token
+    expected = secret.get_secret_value().strip() if secret is not None else ""
+    return (
+        bool(expected)
+        and credentials is not None
+        and token_matches(credentials.credentials, expected)
+    )
+
+
+def rate_limited(state: ApiState, bucket: str, client: str, per_minute: int) -> None:
+    """429 once ``client`` made more than ``per_minute`` calls of ``bucket`` this minute (Redis);
+    503 when Redis is down (never unlimited)."""
+    key = f"{state.settings.redis_prefix}:ratelimit:{bucket}:{client}"
+    try:
+        pipe = state.redis().pipeline()
+        pipe.set(key, 0, ex=60, nx=True)
+        pipe.incr(key)
+        count = int(pipe.execute()[1])
+    except redis.RedisError as exc:
+        raise ApiError(503, "Redis unavailable: the rate limit cannot be checked") from exc
+    if count > per_minute:
+        raise ApiError(429, f"too many requests: at most {per_minute} a minute without the token")
+
+
+def require_token_or_public_rate(
+    request: Request,
+    state: Annotated[ApiState, Depends(get_state)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> bool:
+    """The bearer token (True), or — with public reads — a rate-limited anonymous call (False)."""
+    if has_token(state, credentials):
+        return True
+    if not state.settings.api_public_reads:
+        _check_bearer(state, credentials, READS_CLOSED)
+    client = request.client.host if request.client is not None else "unknown"
+    rate_limited(state, "test-match", client, state.settings.api_test_match_per_minute)
+    return False
 
 
 StateDep = Annotated[ApiState, Depends(get_state)]
