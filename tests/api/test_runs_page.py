@@ -29,6 +29,7 @@ from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from nekoflow.worldbook import WorldBook, WorldBookEntry
 from nekoflow.worldbook.store import WorldBookStore
+from tests.conftest import REDIS_URL
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "runs-page-secret-token"
@@ -90,7 +91,7 @@ def free_port() -> int:
 @pytest.fixture
 def server(deps) -> Iterator[tuple[str, dict[str, str]]]:
     ids = seed(deps)
-    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN)
+    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN, redis_url=REDIS_URL)
     app = create_app(settings, engine=deps.engine, turn_deps=deps)
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -176,7 +177,7 @@ def test_runs_page_logs_in_renders_filters_and_links(server, browser) -> None:
 
 def test_reads_need_the_token_when_one_is_set(deps) -> None:
     seed(deps)
-    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN)
+    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN, redis_url=REDIS_URL)
     with TestClient(create_app(settings, engine=deps.engine, turn_deps=deps)) as client:
         assert client.get("/runs", follow_redirects=False).status_code == 303
         assert client.get("/runs/" + "f" * 32, follow_redirects=False).status_code == 303
