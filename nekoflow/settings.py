@@ -130,8 +130,19 @@ class Settings(BaseSettings):
     # Bearer token required for write endpoints; when unset (or blank), writes are refused
     # with 503 "NEKOFLOW_API_TOKEN not configured".
     api_token: SecretStr | None = None
+    # Reads of turns, replies and scope ids (/api/turns/{id}, its events, /runs) need the token
+    # too; true opens them to anyone who can reach the API (a private network, a demo).
+    api_public_reads: bool = False
+    # With public reads, anonymous world-book test-match calls per client and minute (each one
+    # runs the recall over every book); with the token there is no limit.
+    api_test_match_per_minute: int = Field(default=30, ge=1)
     # Origins allowed by CORS (JSON list in the environment); empty = CORS off.
     api_cors_origins: list[str] = Field(default_factory=list)
+    # Request body limits in bytes, per route family (413 before reading past them): platform
+    # webhooks (real events are a few KB), world-book routes (books with many entries), the rest.
+    api_webhook_max_body_bytes: int = Field(default=256 * 1024, gt=0)
+    api_world_book_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    api_max_body_bytes: int = Field(default=1024 * 1024, gt=0)
 
     # monitoring
     #: Scope ids carry platform user/group ids (``qq:private:30009``). "hashed" (the default)

@@ -23,6 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.engine import Engine
 
 from nekoflow import __version__
+from nekoflow.api.bodies import BodyLimitMiddleware, route_limits
 from nekoflow.api.deps import ApiState
 from nekoflow.api.errors import install_error_handlers
 from nekoflow.llm.base import ChatModel
@@ -132,4 +133,11 @@ def create_app(
         )
     for router in load_routers():
         app.include_router(router)
+    limits = route_limits(
+        app.routes,
+        webhook=settings.api_webhook_max_body_bytes,
+        world_books=settings.api_world_book_max_body_bytes,
+        default=settings.api_max_body_bytes,
+    )
+    app.add_middleware(BodyLimitMiddleware, limit_for=limits)
     return app

@@ -15,6 +15,7 @@ Mapping (never a 500 from user input):
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -73,9 +74,13 @@ def _json_safe(value: Any) -> Any:
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json_safe(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # NaN / inf: not JSON
+    if isinstance(value, str):  # a lone surrogate cannot be encoded: escape it
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if value is None or isinstance(value, int | float | bool):
         return value
-    return str(value)
+    return _json_safe(str(value))
 
 
 def _loc_text(loc: Sequence[Any]) -> str:
@@ -95,7 +100,7 @@ def _validation_response(
             "msg": str(err.get("msg", "")),
             "type": str(err.get("type", "value_error")),
         }
-        if "input" in err:
+        if "input" in err and len(item["loc"]) > 1:  # a field's value, never the whole body
             item["input"] = _json_safe(err["input"])
         detail.append(item)
     summary = "; ".join(f"{_loc_text(d['loc'])}: {d['msg']}" for d in detail[:10])

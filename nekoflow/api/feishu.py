@@ -6,14 +6,14 @@ timestamp be recent, and an encrypted body must decrypt with the key (AES-256-CB
 SHA-256 of the encrypt key); every event must carry the app's verification token (``header.token``
 in v2, ``token`` in a challenge). An event without the signature while an Encrypt Key is set is
 refused (401): only the ``url_verification`` challenge may come unsigned (Feishu does not sign
-it), and it is answered only when its token matches. A message event only stores the turn and
-publishes it, then answers 200; Feishu re-sends events not answered in time, and a re-sent
-event is recognised by its message id. A malformed event is a 422 naming the field.
+it; such a body is read to at most a few KB), and it is answered only when its token matches.
+A message event only stores the turn and publishes it, then answers 200; Feishu re-sends events
+not answered in time, and a re-sent event is recognised by its message id. A malformed event
+is a 422 naming the field.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated, Any
 
@@ -21,6 +21,7 @@ from fastapi import APIRouter, Header, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
+from nekoflow.api.bodies import UNSIGNED_MAX_BYTES, load_json_body, read_at_most
 from nekoflow.api.deps import ApiState, StateDep
 from nekoflow.api.errors import ApiError
 from nekoflow.api.schemas import ErrorResponse
@@ -50,10 +51,7 @@ def _settings(request: Request) -> FeishuSettings:
 
 
 def _load(raw: bytes, field: str) -> dict[str, Any]:
-    try:
-        data: Any = json.loads(raw)
-    except ValueError:
-        raise InputError("is not JSON", field=field) from None
+    data: Any = load_json_body(raw, field)
     if not isinstance(data, dict):
         raise InputError("must be a JSON object", field=field)
     return data
@@ -110,8 +108,14 @@ async def feishu_event(
     if config is None:
         raise ApiError(401, _REFUSED)
     key = config.encrypt_key.get_secret_value() if config.encrypt_key is not None else None
-    raw = await request.body()
     signed = signature is not None
+    if key is not None and not signed:  # only the url_verification challenge: a few hundred bytes
+        unsigned = await read_at_most(request, UNSIGNED_MAX_BYTES)
+        if unsigned is None:
+            raise ApiError(401, _REFUSED)
+        raw = unsigned
+    else:
+        raw = await request.body()
     if key is not None and signed:
         if not signature_ok(signature, timestamp, nonce, key, raw):
             raise ApiError(401, _REFUSED)

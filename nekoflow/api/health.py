@@ -103,8 +103,8 @@ def check_config(settings: Settings) -> HealthCheck:
     error = parse_config(path)
     if error is not None:
         log.warning("health: %s is invalid: %s", path, error)
-        return HealthCheck(ok=False, detail=error[:300])
-    return HealthCheck(ok=True, detail=path if Path(path).is_file() else f"{path} absent: defaults")
+        return HealthCheck(ok=False, detail=error.replace(path, "config.ini")[:300])
+    return HealthCheck(ok=True, detail="valid" if Path(path).is_file() else "absent: defaults")
 
 
 def deep_checks(state: ApiState) -> dict[str, HealthCheck]:

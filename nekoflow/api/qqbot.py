@@ -2,7 +2,9 @@
 
 Every event carries ``X-Signature-Ed25519`` over ``X-Signature-Timestamp + body`` with the key
 derived from the bot secret; a request without it or with a wrong one, or for a bot that is not
-set up for webhooks, is refused with 401 before the body is parsed. The op 13 validation is
+set up for webhooks, or a timestamp further than ``max_clock_skew_seconds`` from now (no replay),
+is refused with 401 before the body is parsed; an unsigned body (only the op 13 validation may
+come so) is read to at most a few KB. The op 13 validation is
 answered with ``{plain_token, signature}``; it is checked when signed, and its ``plain_token``
 and ``event_ts`` must be short tokens / digits, so the answer can never be a signature over
 anything that parses as an event (no signing oracle). A dispatch (op 0) only stores the turn
@@ -13,14 +15,15 @@ naming the field. The reply goes back through the deliver task, not this respons
 
 from __future__ import annotations
 
-import json
 import re
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
+from nekoflow.api.bodies import UNSIGNED_MAX_BYTES, load_json_body, read_at_most
 from nekoflow.api.deps import StateDep
 from nekoflow.api.errors import ApiError
 from nekoflow.api.schemas import ErrorResponse
@@ -49,6 +52,13 @@ class QQBotWebhookOut(BaseModel):
 def _settings(request: Request) -> QQBotSettings:
     override = getattr(request.app.state, "qqbot_settings", None)
     return override if isinstance(override, QQBotSettings) else get_qqbot_settings()
+
+
+def _fresh(timestamp: str | None, settings: QQBotSettings) -> bool:
+    """Whether the signed timestamp (seconds) is within the allowed clock skew of now."""
+    if timestamp is None or not _EVENT_TS.match(timestamp):
+        return False
+    return abs(time.time() - int(timestamp)) <= settings.max_clock_skew_seconds
 
 
 def _validation(secret: str, payload: dict[str, Any]) -> QQBotWebhookOut:
@@ -100,18 +110,22 @@ async def qqbot_webhook(
     ] = None,
 ) -> QQBotWebhookOut:
     """Verify the signature, answer a validation or store a message as a turn, at once."""
-    config = _settings(request).bot(bot)
+    fs = _settings(request)
+    config = fs.bot(bot)
     if config is None or config.mode != "webhook":
         raise ApiError(401, f"missing or wrong {SIG_HEADER}, or unknown bot")
     secret = config.secret.get_secret_value()
-    raw = await request.body()
     signed = signature is not None or timestamp is not None
-    if signed and not verify(secret, signature, timestamp, raw):
-        raise ApiError(401, f"missing or wrong {SIG_HEADER}, or unknown bot")
-    try:
-        payload: Any = json.loads(raw)
-    except ValueError:
-        raise InputError("body is not JSON", field="body") from None
+    if signed:
+        raw = await request.body()
+        if not verify(secret, signature, timestamp, raw) or not _fresh(timestamp, fs):
+            raise ApiError(401, f"missing or wrong {SIG_HEADER}, or unknown bot")
+    else:  # only the op 13 validation may come unsigned: a few hundred bytes
+        unsigned = await read_at_most(request, UNSIGNED_MAX_BYTES)
+        if unsigned is None:
+            raise ApiError(401, f"missing or wrong {SIG_HEADER}, or unknown bot")
+        raw = unsigned
+    payload: Any = load_json_body(raw)
     if not isinstance(payload, dict):
         raise InputError("must be a QQ bot payload object", field="body")
     op = payload.get("op")

@@ -2,28 +2,39 @@
 
 ``GET /runs`` lists recent turns — status, stages, model, tokens, injected world-book entries,
 memories, delivery, failure reasons — filtered by channel, character, scope and status;
-``GET /runs/{turn_id}`` shows one turn's stages and their timings. With ``NEKOFLOW_API_TOKEN``
-set, reading needs the token: a browser logs in once on ``/runs/login`` (the form sets an
-HttpOnly, SameSite=Strict cookie holding an HMAC of the token, never the token itself); scripts
-may send ``Authorization: Bearer <token>``. Only ids, names, counts, codes — no message text.
+``GET /runs/{turn_id}`` shows one turn's stages and their timings. Reading needs
+``NEKOFLOW_API_TOKEN`` (without one the page is closed, 503) unless ``NEKOFLOW_API_PUBLIC_READS``
+opens it: a browser logs in once on ``/runs/login`` (the form sets an
+HttpOnly, SameSite=Strict cookie holding a random session id, never the token; the session lives
+in Redis for 12 h, "log out" deletes it, and changing the token ends every session — see
+``runs_sessions``); failed logins are throttled per client (then 429). Scripts may send
+``Authorization: Bearer <token>``. Only ids, names, counts, codes — no message text.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+from contextlib import suppress
 from datetime import datetime
 from html import escape
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
+import redis
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, or_, select
 
 from nekoflow.api import runs_templates as t
-from nekoflow.api.deps import ApiState, StateDep, token_matches
+from nekoflow.api.deps import READS_CLOSED, ApiState, StateDep, token_matches
+from nekoflow.api.runs_sessions import (
+    SESSION_SECONDS,
+    close_session,
+    login_blocked,
+    open_session,
+    record_failure,
+    session_valid,
+)
 from nekoflow.observability.turn_view import TurnInputs, stage_timings, turn_inputs
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStatus
@@ -43,21 +54,18 @@ def _token(state: ApiState) -> str:
     return secret.get_secret_value().strip() if secret is not None else ""
 
 
-def cookie_value(token: str) -> str:
-    """What the cookie holds for ``token``: an HMAC of it (the token never leaves the form)."""
-    return hmac.new(token.encode("utf-8"), b"nekoflow runs page", hashlib.sha256).hexdigest()
-
-
 def authorized(request: Request, state: ApiState) -> bool:
-    """Whether the request may read runs (always, when no token is configured)."""
+    """Whether the request may read runs (always with public reads; never without a token)."""
+    if state.settings.api_public_reads:
+        return True
     expected = _token(state)
     if not expected:
-        return True
+        return False
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer ") and token_matches(header[7:].strip(), expected):
         return True
     cookie = request.cookies.get(COOKIE, "")
-    return bool(cookie) and hmac.compare_digest(cookie, cookie_value(expected))
+    return bool(cookie) and session_valid(state, cookie, expected)
 
 
 def _page(title: str, body: str, state: ApiState, status_code: int = 200) -> HTMLResponse:
@@ -66,7 +74,14 @@ def _page(title: str, body: str, state: ApiState, status_code: int = 200) -> HTM
     return HTMLResponse(html, status_code=status_code, headers={"Cache-Control": "no-store"})
 
 
-def _to_login(request: Request) -> RedirectResponse:
+def _closed(state: ApiState) -> HTMLResponse:
+    """The page shown while reads are closed and no token is configured (nothing to log in with)."""
+    return _page("closed", f'<p class="reason" id="closed">{escape(READS_CLOSED)}</p>', state, 503)
+
+
+def _to_login(request: Request, state: ApiState) -> Response:
+    if not _token(state):
+        return _closed(state)
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return RedirectResponse(f"/runs/login?next={quote(target, safe='')}", status_code=303)
 
@@ -189,9 +204,11 @@ def _character_html(run: TurnRun, roles: dict[int, str]) -> str:
 
 @router.get("/runs/login", response_class=HTMLResponse)
 def login_form(state: StateDep, next: str = "/runs") -> Response:
-    """The token form (straight to the runs when no token is configured)."""
-    if not _token(state):
+    """The token form (straight to the runs when reads are public)."""
+    if state.settings.api_public_reads:
         return RedirectResponse(_safe_next(next), status_code=303)
+    if not _token(state):
+        return _closed(state)
     body = t.LOGIN.substitute(error="", next=escape(_safe_next(next)))
     return _page("log in", body, state)
 
@@ -203,27 +220,49 @@ async def login(request: Request, state: StateDep) -> Response:
     token = (form.get("token") or [""])[0].strip()
     target = _safe_next((form.get("next") or ["/runs"])[0])
     expected = _token(state)
-    if expected and not token_matches(token, expected):
-        error = '<p class="reason" id="login-error">Wrong token.</p>'
-        body = t.LOGIN.substitute(error=error, next=escape(target))
-        return _page("log in", body, state, status_code=401)
-    response = RedirectResponse(target, status_code=303)
-    if expected:
-        response.set_cookie(
-            COOKIE,
-            cookie_value(expected),
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/runs",
-            max_age=12 * 3600,
+    if not expected:
+        return (
+            _closed(state)
+            if not state.settings.api_public_reads
+            else RedirectResponse(target, status_code=303)
         )
+    client = request.client.host if request.client is not None else "unknown"
+    try:
+        if login_blocked(state, client):
+            body = t.LOGIN.substitute(
+                error='<p class="reason" id="login-error">Too many wrong tokens: wait.</p>',
+                next=escape(target),
+            )
+            return _page("log in", body, state, status_code=429)
+        if not token_matches(token, expected):
+            record_failure(state, client)
+            error = '<p class="reason" id="login-error">Wrong token.</p>'
+            body = t.LOGIN.substitute(error=error, next=escape(target))
+            return _page("log in", body, state, status_code=401)
+        session_id = open_session(state, expected)
+    except redis.RedisError:
+        body = '<p class="reason" id="closed">Redis unavailable: sessions cannot be opened.</p>'
+        return _page("unavailable", body, state, status_code=503)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        session_id,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/runs",
+        max_age=SESSION_SECONDS,
+    )
     return response
 
 
 @router.post("/runs/logout")
-def logout() -> Response:
-    """Forget the session cookie."""
+def logout(request: Request, state: StateDep) -> Response:
+    """End the session (deleted in Redis: the cookie no longer works) and forget the cookie."""
+    cookie = request.cookies.get(COOKIE, "")
+    if cookie:
+        with suppress(redis.RedisError):  # else the session still expires on its own
+            close_session(state, cookie)
     response = RedirectResponse("/runs/login", status_code=303)
     response.delete_cookie(COOKIE, path="/runs")
     return response
@@ -241,7 +280,7 @@ def runs_page(
 ) -> Response:
     """Recent turns, filtered."""
     if not authorized(request, state):
-        return _to_login(request)
+        return _to_login(request, state)
     limit = min(max(limit, 1), MAX_LIMIT)
     channel, character, scope, status = (v.strip() for v in (channel, character, scope, status))
     runs, notices = query_runs(
@@ -269,7 +308,7 @@ def runs_page(
 def run_page(turn_id: str, request: Request, state: StateDep) -> Response:
     """One turn: summary, stages with timings and executions, injected entries, memories."""
     if not authorized(request, state):
-        return _to_login(request)
+        return _to_login(request, state)
     with Session(state.engine) as s:
         run = s.get(TurnRun, turn_id)
     if run is None:

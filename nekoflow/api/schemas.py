@@ -12,8 +12,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from nekoflow.api.bodies import first_unsafe_value
 from nekoflow.worldbook.models import (
     WorldBook,
     WorldBookEntry,
@@ -195,6 +196,15 @@ class TestMatchIn(BaseModel):
     scope_id: str = ""
     active_entry_ids: list[str] = Field(default_factory=list)
     config: WorldBookRecallConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite_and_valid_unicode(cls, data: Any) -> Any:
+        """NaN / ±infinity and lone surrogates anywhere are refused, naming the field."""
+        problem = first_unsafe_value(data)
+        if problem is not None:
+            raise ValueError(problem)
+        return data
 
 
 # ---------------------------------------------------------------------------------- responses

@@ -12,13 +12,13 @@ The reply goes back through the deliver task (``nekoflow.delivery``), not in thi
 from __future__ import annotations
 
 import hmac
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
+from nekoflow.api.bodies import load_json_body
 from nekoflow.api.deps import StateDep
 from nekoflow.api.errors import ApiError
 from nekoflow.api.schemas import ErrorResponse
@@ -91,10 +91,7 @@ async def telegram_webhook(
     ):
         raise ApiError(401, f"missing or wrong {SECRET_HEADER}, or unknown bot")
     raw = await request.body()
-    try:
-        update: Any = json.loads(raw)
-    except ValueError:
-        raise InputError("body is not JSON", field="body") from None
+    update: Any = load_json_body(raw)
     if not isinstance(update, dict):
         raise InputError("must be a Telegram Update object", field="body")
     deps = await run_in_threadpool(state.turns)

@@ -5,9 +5,10 @@ stores the TurnRun row and publishes its chain: 202 with the turn id, or 200 ``s
 reason (not a chat message, channel disabled, no trigger). An unknown channel or a malformed event
 is a 422 naming the field (``event.<path>`` for the event's own fields).
 
-``GET /api/turns/{turn_id}`` is open like the other reads: turn ids are random 128-bit hex, so
-knowing one is what grants reading it. It shows status, stage, reason, the finished stages with
-their times, the rendered reply and the model call — never the user's message text.
+``GET /api/turns/{turn_id}`` needs the bearer token (a turn id leaks through Flower or logs, and
+the turn holds the reply and the scope id) unless ``NEKOFLOW_API_PUBLIC_READS`` opens it. It
+shows status, stage, reason, the finished stages with their times, the rendered reply and the
+model call — never the user's message text.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from nekoflow.api.deps import StateDep, WriteAuth
+from nekoflow.api.deps import ReadAuth, StateDep, WriteAuth
 from nekoflow.api.errors import not_found
 from nekoflow.api.schemas import (
     ErrorResponse,
@@ -42,7 +43,11 @@ from nekoflow.turns.handle import TurnHandle
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 
 _E = ErrorResponse
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": _E, "description": "Unknown turn"}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    401: {"model": _E, "description": "Missing or wrong bearer token"},
+    404: {"model": _E, "description": "Unknown turn"},
+    503: {"model": _E, "description": "Reads closed: NEKOFLOW_API_TOKEN not configured"},
+}
 _SUBMIT: dict[int | str, dict[str, Any]] = {
     200: {"model": TurnAccepted, "description": "Not a turn: skipped, with the reason"},
     401: {"model": _E, "description": "Missing or wrong bearer token"},
@@ -143,7 +148,11 @@ def post_turn(body: TurnIn, state: StateDep) -> Any:
 
 
 @router.get(
-    "/{turn_id}", response_model=TurnOut, responses=_NOT_FOUND, summary="A turn's state and reply"
+    "/{turn_id}",
+    response_model=TurnOut,
+    dependencies=[ReadAuth],
+    responses=_NOT_FOUND,
+    summary="A turn's state and reply",
 )
 def get_turn(turn_id: TurnIdPath, state: StateDep) -> TurnOut:
     """Status, stage, reason, finished stages with times, rendered reply and model call."""

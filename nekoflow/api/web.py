@@ -6,7 +6,8 @@ adapter event and submits it as a turn. With ``wait`` > 0 it waits up to that ma
 turn answers its failure reply), else 202 with the turn id to poll (``turn_url``) or stream
 (``events_url``). A message that is not a turn (channel disabled…) answers 200 ``skipped``.
 
-``GET /api/turns/{turn_id}/events`` is a ``text/event-stream``: a ``status`` event at once and on
+``GET /api/turns/{turn_id}/events`` (a read: the bearer token unless public reads are on) is a
+``text/event-stream``: a ``status`` event at once and on
 every change of status, stage or finished stages, then one final event named after the outcome
 (``done``, ``failed``, ``skipped``) carrying the whole turn, or ``timeout`` when the turn has not
 finished after ``timeout`` seconds (default 120, max 600). Comment lines keep idle proxies open.
@@ -31,7 +32,7 @@ from fastapi.responses import StreamingResponse
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from nekoflow.api.deps import ApiState, StateDep, WriteAuth
+from nekoflow.api.deps import ApiState, ReadAuth, StateDep, WriteAuth
 from nekoflow.api.errors import not_found
 from nekoflow.api.schemas import (
     MAX_STREAM_SECONDS,
@@ -69,7 +70,9 @@ _EVENTS: dict[int | str, dict[str, Any]] = {
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
         "description": "status, token and reset events, then done | failed | skipped | timeout",
     },
+    401: {"model": _E, "description": "Missing or wrong bearer token"},
     404: {"model": _E, "description": "Unknown turn"},
+    503: {"model": _E, "description": "Reads closed: NEKOFLOW_API_TOKEN not configured"},
 }
 
 
@@ -247,6 +250,7 @@ async def delivery_events(
 @router.get(
     "/api/turns/{turn_id}/events",
     response_class=StreamingResponse,
+    dependencies=[ReadAuth],
     responses=_EVENTS,
     summary="Server-sent events of a turn's progress, ending with its outcome",
 )

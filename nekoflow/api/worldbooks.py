@@ -1,7 +1,11 @@
 """``/api/world-books``: the seed's world-book endpoints (CRUD, entries, ai-generate, test-match).
 
-Reads (GET) and ``test-match`` (read-only: it stores nothing and touches no cooldown) are open;
-every other POST/PUT/DELETE needs the bearer token. ``ai-generate`` needs it even when it does not
+Reads (GET) are open; ``test-match`` (it stores nothing and touches no cooldown, but runs the
+recall over every book) needs the bearer token, or — with ``NEKOFLOW_API_PUBLIC_READS`` — is
+rate-limited per client, and a scope's cooldown state (``scope_id``) always needs the token. Its
+caller-chosen ``config`` is capped at the server's (regex timeout, recursion, history windows) and
+the books come from the same revision-keyed cache as a turn's. Every other POST/PUT/DELETE needs
+the bearer token. ``ai-generate`` needs it even when it does not
 save, because it spends model tokens. Handlers are plain ``def`` so FastAPI runs them in its thread
 pool (the store and the chat model block).
 """
@@ -9,10 +13,10 @@ pool (the store and the chat model block).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import redis
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Depends, status
 from pydantic import Field
 
 from nekoflow.api.ai_generate import (
@@ -20,7 +24,13 @@ from nekoflow.api.ai_generate import (
     build_generation_messages,
     parse_generated_entries,
 )
-from nekoflow.api.deps import ApiState, StateDep, StoreDep, WriteAuth
+from nekoflow.api.deps import (
+    ApiState,
+    StateDep,
+    StoreDep,
+    WriteAuth,
+    require_token_or_public_rate,
+)
 from nekoflow.api.errors import ApiError, conflict, not_found
 from nekoflow.api.schemas import (
     AiGenerateIn,
@@ -50,6 +60,7 @@ from nekoflow.worldbook.models import (
     DroppedEntry,
     WorldBook,
     WorldBookEntry,
+    WorldBookRecallConfig,
     WorldBookRecallContext,
 )
 from nekoflow.worldbook.redis_cooldowns import RedisCooldowns
@@ -111,6 +122,26 @@ def _cooldown_snapshot(state: ApiState, scope_id: str) -> CooldownState | None:
         ) from exc
 
 
+CAPPED_FIELDS = (
+    "regex_timeout",
+    "max_recursion_steps",
+    "max_history_chars",
+    "recent_message_limit",
+)
+"""Recall settings a test-match caller may lower but never raise above the server's."""
+
+
+def capped_config(
+    asked: WorldBookRecallConfig | None, server: WorldBookRecallConfig
+) -> WorldBookRecallConfig:
+    """The caller's config with :data:`CAPPED_FIELDS` at most the server's (the server's when
+    none was given)."""
+    if asked is None:
+        return server
+    caps = {name: min(getattr(asked, name), getattr(server, name)) for name in CAPPED_FIELDS}
+    return asked.model_copy(update=caps)
+
+
 def _book_or_404(store: WorldBookStore, book_id: str) -> WorldBook:
     book = store.get(book_id)
     if book is None:
@@ -126,9 +157,18 @@ def _book_or_404(store: WorldBookStore, book_id: str) -> WorldBook:
     "/test-match",
     response_model=TestMatchResult,
     response_model_exclude_none=True,
+    responses={
+        401: {"model": _E, "description": "Missing or wrong bearer token (or scope_id without it)"},
+        429: {"model": _E, "description": "Public reads: too many anonymous calls this minute"},
+        503: {"model": _E, "description": "NEKOFLOW_API_TOKEN not configured"},
+    },
     summary="Test keyword matching (simple or multi-source mode)",
 )
-def try_match(body: TestMatchIn, store: StoreDep, state: StateDep) -> TestMatchResult:
+def try_match(
+    body: TestMatchIn,
+    state: StateDep,
+    with_token: Annotated[bool, Depends(require_token_or_public_rate)],
+) -> TestMatchResult:
     """Run the recall over every stored world book and return the hits in the seed's shape,
     plus the matched entries that were dropped and why (over budget, probability, group lost,
     max entries…). Without ``config`` the budgets are the ones a turn uses (from the settings:
@@ -146,16 +186,19 @@ def try_match(body: TestMatchIn, store: StoreDep, state: StateDep) -> TestMatchR
         target_id=body.target_id,
         scope_id=body.scope_id,
     )
+    if body.scope_id and not with_token:
+        raise ApiError(401, "scope_id: a scope's cooldown state needs the bearer token")
     settings = state.settings
-    config = body.config or lore_recall_config(
+    server = lore_recall_config(
         context_window=settings.llm_context_window,
         lore_share=settings.lore_budget_share,
         oversize=settings.lore_oversize,
         recent_message_limit=settings.recent_message_limit,
     )
+    config = capped_config(body.config, server)
     outcome = describe_recall(
         context,
-        store.list_all(),
+        state.book_cache().books(),
         body.character_id or None,
         config,
         cooldowns=_cooldown_snapshot(state, body.scope_id),

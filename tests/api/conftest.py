@@ -233,10 +233,13 @@ def web_event(text: str, session: str = "s1", **extra: Any) -> dict[str, Any]:
     return {"session_id": session, "message": text, "user_id": "u1", "display_name": "莱姆"} | extra
 
 
-def read_events(client: TestClient, url: str) -> list[tuple[str, dict]]:
-    """Read a server-sent-event stream to its end: ``[(event, data), …]``."""
+def read_events(
+    client: TestClient, url: str, headers: dict[str, str] | None = None
+) -> list[tuple[str, dict]]:
+    """Read a server-sent-event stream to its end: ``[(event, data), …]`` (a read: send the
+    token in ``headers`` unless the app has public reads)."""
     events: list[tuple[str, dict]] = []
-    with client.stream("GET", url) as response:
+    with client.stream("GET", url, headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         name = ""

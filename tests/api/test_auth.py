@@ -45,11 +45,11 @@ def test_auth_is_checked_before_the_body(client: TestClient) -> None:
     assert r.status_code == 401
 
 
-def test_reads_and_test_match_are_open(client: TestClient) -> None:
+def test_book_reads_are_open_and_test_match_needs_the_token(client: TestClient) -> None:
     assert client.get("/api/world-books").status_code == 200
     assert client.get("/api/world-books/b").status_code == 404
     assert client.get("/api/world-books/b/entries").status_code == 404
-    assert client.post("/api/world-books/test-match", json={"message": "x"}).status_code == 200
+    assert client.post("/api/world-books/test-match", json={"message": "x"}).status_code == 401
     assert client.get("/healthz").status_code == 200
 
 

@@ -29,6 +29,7 @@ from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from nekoflow.worldbook import WorldBook, WorldBookEntry
 from nekoflow.worldbook.store import WorldBookStore
+from tests.conftest import REDIS_URL
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "runs-page-secret-token"
@@ -90,7 +91,7 @@ def free_port() -> int:
 @pytest.fixture
 def server(deps) -> Iterator[tuple[str, dict[str, str]]]:
     ids = seed(deps)
-    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN)
+    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN, redis_url=REDIS_URL)
     app = create_app(settings, engine=deps.engine, turn_deps=deps)
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -176,7 +177,7 @@ def test_runs_page_logs_in_renders_filters_and_links(server, browser) -> None:
 
 def test_reads_need_the_token_when_one_is_set(deps) -> None:
     seed(deps)
-    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN)
+    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN, redis_url=REDIS_URL)
     with TestClient(create_app(settings, engine=deps.engine, turn_deps=deps)) as client:
         assert client.get("/runs", follow_redirects=False).status_code == 303
         assert client.get("/runs/" + "f" * 32, follow_redirects=False).status_code == 303
@@ -191,6 +192,9 @@ def test_reads_need_the_token_when_one_is_set(deps) -> None:
         )
         assert ok.headers["location"] == "/runs"  # no open redirect
         assert TOKEN not in ok.headers["set-cookie"]  # the cookie holds an HMAC, not the token
-    open_settings = Settings(database_url=str(deps.engine.url))
-    with TestClient(create_app(open_settings, engine=deps.engine, turn_deps=deps)) as client:
+    closed = Settings(database_url=str(deps.engine.url))  # no token: reads are closed
+    with TestClient(create_app(closed, engine=deps.engine, turn_deps=deps)) as client:
+        assert client.get("/runs").status_code == 503
+    public = Settings(database_url=str(deps.engine.url), api_public_reads=True)
+    with TestClient(create_app(public, engine=deps.engine, turn_deps=deps)) as client:
         assert client.get("/runs").status_code == 200

@@ -64,7 +64,8 @@ def stream_turn(
     events: list[tuple[str, dict]] = []
 
     def read() -> None:
-        with client.stream("GET", f"/api/turns/{turn_id}/events?timeout=90") as response:
+        url = f"/api/turns/{turn_id}/events?timeout=90"
+        with client.stream("GET", url, headers=auth) as response:
             assert response.status_code == 200
             name = ""
             for line in response.iter_lines():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,6 +20,14 @@ HELLO: dict[str, Any] = {
     "keywords": ["世界"],
     "content": "这是一个命运循环的世界。",
 }
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient], auth: dict[str, str]) -> TestClient:
+    """The test app, every request with the token (test-match needs it)."""
+    c = make_client()
+    c.headers.update(auth)
+    return c
 
 
 @pytest.fixture
@@ -41,7 +50,7 @@ def test_multi_source_mode_matches_the_seed_response_exactly(
         ],
         "scene": {"location": "白塔", "arc": "火种仪式前夕"},
     }
-    r = client.post(URL, json=body)  # no token: test-match is read-only
+    r = client.post(URL, json=body)
     assert r.status_code == 200, r.text
     assert r.json() == {
         "success": True,

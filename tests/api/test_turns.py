@@ -21,12 +21,12 @@ def test_post_turn_queues_and_get_shows_progress(
     turn_id = body["turn_id"]
     assert publisher.turn_ids == [turn_id]
 
-    queued = turn_client.get(f"/api/turns/{turn_id}").json()
+    queued = turn_client.get(f"/api/turns/{turn_id}", headers=auth).json()
     assert queued["status"] == "queued" and queued["stages"] == [] and queued["rendered"] is None
     assert queued["role_id"] is None
 
     assert run_inline(turn_deps, turn_id, sleep=False) == "ok"
-    done = turn_client.get(f"/api/turns/{turn_id}").json()
+    done = turn_client.get(f"/api/turns/{turn_id}", headers=auth).json()
     assert done["status"] == "done" and done["stage"] == "apply_deltas"
     assert [s["stage"] for s in done["stages"]] == list(STAGES)
     assert all(s["at"] for s in done["stages"])
@@ -80,9 +80,9 @@ def test_turn_endpoints_need_the_token_for_writes(turn_client: TestClient) -> No
     assert turn_client.post("/api/web/chat", json=web_event("hi")).status_code == 401
 
 
-def test_unknown_turn_is_404(turn_client: TestClient) -> None:
+def test_unknown_turn_is_404(turn_client: TestClient, auth: dict) -> None:
     for url in ("/api/turns/0123abcd", "/api/turns/0123abcd/events"):
-        r = turn_client.get(url)
+        r = turn_client.get(url, headers=auth)
         assert r.status_code == 404 and "not found" in r.json()["error"]
 
 
@@ -96,7 +96,7 @@ def test_web_chat_waits_for_the_reply(
     assert body["status"] == "done" and body["messages"][0]["content"]
     assert body["turn_url"] == f"/api/turns/{body['turn_id']}"
     assert publisher.turn_ids == [body["turn_id"]]
-    events = read_events(turn_client, body["events_url"])
+    events = read_events(turn_client, body["events_url"], auth)
     assert [name for name, _ in events] == ["done"]
     assert events[0][1]["rendered"] == body["messages"]
 
@@ -117,7 +117,7 @@ def test_web_chat_without_wait_is_202_to_poll(
 
 def test_web_chat_stream_times_out_on_a_stuck_turn(turn_client: TestClient, auth: dict) -> None:
     r = turn_client.post("/api/web/chat", json=web_event("在吗"), headers=auth)
-    events = read_events(turn_client, f"{r.json()['events_url']}?timeout=0.3")
+    events = read_events(turn_client, f"{r.json()['events_url']}?timeout=0.3", auth)
     assert [name for name, _ in events] == ["status", "timeout"]
     assert events[0][1]["status"] == "queued"
 

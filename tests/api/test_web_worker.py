@@ -39,7 +39,7 @@ def test_web_chat_round_trip_through_a_real_worker(
     assert body["status"] == "done", body
     assert body["messages"][0]["type"] == "text" and body["messages"][0]["content"]
 
-    turn = live_client.get(body["turn_url"]).json()
+    turn = live_client.get(body["turn_url"], headers=auth).json()
     assert [s["stage"] for s in turn["stages"]] == list(STAGES)
     assert turn["rendered"] == body["messages"] and turn["llm"]["model"] == "scripted"
 
@@ -51,7 +51,7 @@ def test_event_stream_follows_a_worker_turn_to_its_end(
     r = live_client.post("/api/web/chat", json=web_event("在吗?", session="s2"), headers=auth)
     assert r.status_code in (200, 202), r.text
     body = r.json()
-    events = read_events(live_client, f"{body['events_url']}?timeout=60")
+    events = read_events(live_client, f"{body['events_url']}?timeout=60", auth)
     names = [name for name, _ in events]
     assert names[-1] == "done", f"{events}\n{workers.logs()}"
     assert set(names[:-1]) <= {"status"}

@@ -187,3 +187,30 @@ def test_own_samples_parse_and_others_are_handled(adapter: Any) -> None:
             assert isinstance(adapter.parse_event(sample), ChatRequest), name
         else:
             check(adapter, sample)
+
+
+HOSTILE_VALUES = {
+    "nan": float("nan"),
+    "infinity": float("inf"),
+    "lone-surrogate": "\ud800 hi",
+    "nul": "a\x00b",
+    "deep": json.loads("[" * 500 + "]" * 500),
+}
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("name", sorted(HOSTILE_VALUES))
+def test_hostile_values_in_every_field_of_own_samples(adapter: Any, name: str) -> None:
+    """NaN, 1e999, a lone surrogate, NUL and deep nesting put into each field of the adapter's
+    own samples: a ChatRequest, a skip, or an InputError naming the field — nothing else."""
+    value = HOSTILE_VALUES[name]
+    for sample_name, sample in SAMPLES.items():
+        if not sample_name.startswith(OWN_PREFIX[type(adapter)]):
+            continue
+        for path in _paths(sample)[1:]:
+            mutated = json.loads(json.dumps(sample))
+            target = mutated
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+            check(adapter, mutated)

@@ -40,7 +40,8 @@ def a_turn_with_lore(deps) -> str:
 
 def test_turn_api_lists_injected_entries_by_id_and_name(deps) -> None:
     turn_id = a_turn_with_lore(deps)
-    app = create_app(deps.settings, engine=deps.engine, turn_deps=deps)
+    settings = deps.settings.model_copy(update={"api_public_reads": True})
+    app = create_app(settings, engine=deps.engine, turn_deps=deps)
     with TestClient(app) as client:
         body = client.get(f"/api/turns/{turn_id}").json()
     assert body["injected"] == [{"id": "cafe-rule", "name": "店规"}]

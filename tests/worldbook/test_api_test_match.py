@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 
 from nekoflow.api.app import create_app
@@ -30,8 +31,15 @@ def client(settings: Settings, engine: Engine, redis_client: redis.Redis) -> Ite
             {"id": "never", "keywords": ["forest"], "content": "n", "rules": {"probability": 0}},
         ],
     )
-    small = settings.model_copy(update={"llm_context_window": 2000, "lore_budget_share": 0.25})
+    small = settings.model_copy(
+        update={
+            "llm_context_window": 2000,
+            "lore_budget_share": 0.25,
+            "api_token": SecretStr("test-match-token"),
+        }
+    )
     with TestClient(create_app(small, engine=engine, redis_client=redis_client)) as c:
+        c.headers["Authorization"] = "Bearer test-match-token"  # test-match needs the token
         yield c
 
 

@@ -70,6 +70,6 @@ def signature_ok(
 
 def token_ok(given: object, expected: str) -> bool:
     """Constant-time check of the verification token carried in the event."""
-    if not isinstance(given, str):
+    if not isinstance(given, str) or not expected.strip():  # a blank token never matches
         return False
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))

@@ -29,7 +29,7 @@ def _unguessable_token(data: object) -> object:
     if (
         isinstance(data, dict)
         and data.get("mode") == "long_connection"
-        and not data.get("verification_token")
+        and not str(data.get("verification_token") or "").strip()
     ):
         return {**data, "verification_token": secrets.token_urlsafe(32)}
     return data
@@ -65,6 +65,13 @@ class FeishuApp(BaseModel):
     def _name(cls, value: str) -> str:
         if not _NAME.match(value):
             raise ValueError("must be 1-64 letters, digits, '_', '-' or '.'")
+        return value
+
+    @field_validator("verification_token")
+    @classmethod
+    def _token_not_blank(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().strip():  # a blank token would accept unsigned events
+            raise ValueError("must not be blank (every event must carry the app's token)")
         return value
 
 

@@ -5,7 +5,9 @@ Several bots: ``NEKOFLOW_ONEBOT_BOTS`` is a JSON list of ``{"self_id", "mode", "
 ``NEKOFLOW_ONEBOT_SELF_ID`` (its other values then come from the top-level settings). A bot's
 missing token, API URL or secret falls back to the top-level one. ``mode`` is ``ws`` (the bot
 connects to ``nekoflow gateway onebot``; replies go back on its socket) or ``http`` (events are
-POSTed to the API's event path; replies go through the implementation's HTTP API). Tokens and
+POSTed to the API's event path; replies go through the implementation's HTTP API). An ``http``
+bot needs a ``secret`` unless ``allow_unsigned`` is set; ``ws`` bots are never accepted on the
+event path (their QQ number is no credential). Tokens and
 secrets are ``SecretStr``: never printed, logged or put in task arguments.
 """
 
@@ -49,6 +51,9 @@ class OneBotBot(BaseModel):
     http_api_token: SecretStr | None = None
     #: ``http`` mode: HMAC-SHA1 secret of ``X-Signature`` on POSTed events.
     secret: SecretStr | None = None
+    #: ``http`` mode without a secret: accept unsigned POSTed events (anyone who can reach the
+    #: event path can then post as this bot). Refused at start-up unless set explicitly.
+    allow_unsigned: bool = False
 
     @field_validator("self_id", mode="before")
     @classmethod
@@ -86,8 +91,10 @@ class OneBotSettings(BaseSettings):
     http_api_token: SecretStr | None = None
     #: Where the API app receives POSTed events: ``{event_path}`` (self id from ``X-Self-ID``).
     event_path: str = "/webhooks/onebot"
-    #: HMAC-SHA1 secret of ``X-Signature`` on POSTed events (unset: events are not signed).
+    #: HMAC-SHA1 secret of ``X-Signature`` on POSTed events (required for ``http`` bots).
     secret: SecretStr | None = None
+    #: Shorthand bot: ``http`` mode without a secret is accepted only with this set (see above).
+    allow_unsigned: bool = False
     timeout: float = Field(default=10.0, gt=0)
     connect_timeout: float = Field(default=5.0, gt=0)
     #: Seconds the gateway waits for an action's echo before dropping the connection.
@@ -115,7 +122,10 @@ class OneBotSettings(BaseSettings):
         if self.self_id is not None:
             if any(b.self_id == self.self_id for b in self.bots):
                 raise ValueError(f"self_id: {self.self_id!r} is also in bots")
-            self.bots = [OneBotBot(self_id=self.self_id, mode=self.mode), *self.bots]
+            shorthand = OneBotBot(
+                self_id=self.self_id, mode=self.mode, allow_unsigned=self.allow_unsigned
+            )
+            self.bots = [shorthand, *self.bots]
         resolved = []
         for b in self.bots:
             resolved.append(
@@ -133,6 +143,11 @@ class OneBotSettings(BaseSettings):
             )
             if b.mode == "http" and not resolved[-1].http_api_url:
                 raise ValueError(f"bots: bot {b.self_id} in http mode needs http_api_url")
+            if b.mode == "http" and resolved[-1].secret is None and not b.allow_unsigned:
+                raise ValueError(
+                    f"bots: bot {b.self_id} in http mode needs a secret (X-Signature), or "
+                    '"allow_unsigned": true to accept unsigned events from anyone'
+                )
         self.bots = resolved
         ids = [b.self_id for b in self.bots]
         dupes = sorted({i for i in ids if ids.count(i) > 1})

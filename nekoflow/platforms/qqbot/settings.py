@@ -70,6 +70,9 @@ class QQBotSettings(BaseSettings):
     bot_name: str = "default"
     #: Where the API app listens for callbacks: ``{webhook_path}/{bot name}``.
     webhook_path: str = "/webhooks/qqbot"
+    #: A signed callback whose ``X-Signature-Timestamp`` is further than this from now (seconds)
+    #: is refused: a captured callback cannot be replayed later.
+    max_clock_skew_seconds: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     #: Group, guild channel and guild DM passive replies are accepted this many seconds after
     #: the user's message (QQ: 5 min).
     reply_window_seconds: float = Field(default=300.0, gt=0, allow_inf_nan=False)

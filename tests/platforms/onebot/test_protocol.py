@@ -200,7 +200,15 @@ def test_http_sender_read_timeout_is_unconfirmed() -> None:
 
 def test_make_sender_picks_the_mode(api: FakeHttpApi) -> None:
     settings = OneBotSettings(
-        bots=[{"self_id": "5", "mode": "http", "http_api_url": api.url, "http_api_token": "k"}]
+        bots=[
+            {
+                "self_id": "5",
+                "mode": "http",
+                "http_api_url": api.url,
+                "http_api_token": "k",
+                "allow_unsigned": True,
+            }
+        ]
     )
     sender = make_sender(settings.bot("5"), settings, None)
     assert isinstance(sender, HttpSender) and sender.headers == {"Authorization": "Bearer k"}

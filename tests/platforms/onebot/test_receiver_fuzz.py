@@ -25,6 +25,7 @@ from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 from tests.api.conftest import Publisher, add_character, scripted_turn_deps
 from tests.conftest import REDIS_URL
+from tests.security.payloads import ALLOWED, hostile
 
 SECRET = "fuzz-sig"
 _DB = Path(tempfile.mkdtemp(prefix="nekoflow-ob-fuzz-")) / "fuzz.db"
@@ -123,3 +124,21 @@ def test_signed_bodies_never_fail(body: object) -> None:
             assert response.json()  # an error body naming the field
         tampered = headers | {"X-Signature": sign(raw + b" ", SECRET)}
         assert client.post("/webhooks/onebot", content=raw, headers=tampered).status_code == 401
+
+
+_ONEBOT_EVENT = (
+    '{"post_type": "message", "message_type": "private", "sub_type": "friend", "self_id": 10001,'
+    ' "user_id": 30009, "message_id": @NUM@, "time": 1718000000, "raw_message": "@TEXT@",'
+    ' "message": [{"type": "text", "data": {"text": "@TEXT@"}}], "sender": {"user_id": 30009}}'
+)
+
+
+@pytest.mark.parametrize("name", sorted(hostile(_ONEBOT_EVENT)))
+def test_hostile_signed_bodies_never_fail(name: str) -> None:
+    """Deep nesting, an oversized body, NaN, 1e999, lone surrogates, NUL: never a 500."""
+    raw = hostile(_ONEBOT_EVENT)[name]
+    headers = {"X-Self-ID": "10001", "Content-Type": "application/json"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        signed = headers | {"X-Signature": sign(raw, SECRET)}
+        response = client.post("/webhooks/onebot", content=raw, headers=signed)
+    assert response.status_code in ALLOWED, (name, response.text[:200])

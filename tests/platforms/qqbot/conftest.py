@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -107,8 +108,9 @@ def group_event(group: str, member: str, text: str) -> dict[str, Any]:
     }
 
 
-def signed(payload: dict[str, Any], *, secret: str = SECRET, ts: str = "1725442341"):
-    """(body bytes, headers) of a callback signed with ``secret``."""
+def signed(payload: dict[str, Any], *, secret: str = SECRET, ts: str | None = None):
+    """(body bytes, headers) of a callback signed with ``secret`` (at ``ts``, default now)."""
+    ts = ts if ts is not None else str(int(time.time()))
     body = json.dumps(payload, ensure_ascii=False).encode()
     sig = sign(secret, ts.encode() + body)
     headers = {

@@ -6,6 +6,7 @@ correctly signed generated bodies (they reach the event parser): never a 500, on
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,12 +20,14 @@ from schemathesis import Case
 from sqlmodel import SQLModel
 
 from nekoflow.api import create_app
+from nekoflow.platforms.qqbot.crypto import sign
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings
 from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 from tests.api.conftest import Publisher, add_character, scripted_turn_deps
 from tests.conftest import REDIS_URL
 from tests.platforms.qqbot.conftest import signed
+from tests.security.payloads import ALLOWED, hostile
 
 SECRET = "fuzz-secret-qq"
 _DB = Path(tempfile.mkdtemp(prefix="nekoflow-qq-fuzz-")) / "fuzz.db"
@@ -114,3 +117,25 @@ def test_signed_generated_events_never_fail(payload: dict) -> None:
     assert response.status_code in (200, 422), response.text
     if response.status_code == 422:
         assert response.json()["detail"][0]["loc"]  # names the field
+
+
+_QQ_EVENT = (
+    '{"op": 0, "s": @NUM@, "t": "C2C_MESSAGE_CREATE", "id": "ev-1", "d": {"id": "m-1",'
+    ' "content": "@TEXT@", "timestamp": "2026-01-01T00:00:00+08:00", "author": {"id": "u",'
+    ' "user_openid": "u"}}}'
+)
+
+
+@pytest.mark.parametrize("name", sorted(hostile(_QQ_EVENT)))
+def test_hostile_signed_bodies_never_fail(name: str) -> None:
+    """Deep nesting, an oversized body, NaN, 1e999, lone surrogates, NUL: never a 500."""
+    raw = hostile(_QQ_EVENT)[name]
+    ts = str(int(time.time()))
+    headers = {
+        "X-Signature-Ed25519": sign(SECRET, ts.encode() + raw),
+        "X-Signature-Timestamp": ts,
+        "Content-Type": "application/json",
+    }
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.post("/webhooks/qqbot/neko", content=raw, headers=headers)
+    assert response.status_code in ALLOWED, (name, response.text[:200])

@@ -39,7 +39,8 @@ def test_api_sse_and_runs_show_delivery(deps, tg_env, fake_tg: FakeBotApi, tmp_p
     ok = submit_turn(deps, "telegram", tg_update(3002, "你好", user_id=3002), bot="neko")
     for h in (blocked, ok):
         run_inline(deps, h.turn_id, sleep=False)
-    app = create_app(deps.settings, engine=deps.engine, turn_deps=deps)
+    settings = deps.settings.model_copy(update={"api_public_reads": True})
+    app = create_app(settings, engine=deps.engine, turn_deps=deps)
     with TestClient(app) as client:
         before = client.get(f"/api/turns/{ok.turn_id}").json()
         assert (before["status"], before["delivery_status"]) == ("done", "pending")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from pydantic import SecretStr
 from schemathesis import Case
@@ -22,6 +23,7 @@ from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 from tests.api.conftest import Publisher, add_character, scripted_turn_deps
 from tests.conftest import REDIS_URL
+from tests.security.payloads import ALLOWED, hostile
 
 SECRET = "fuzz-secret_1"
 _DB = Path(tempfile.mkdtemp(prefix="nekoflow-tg-fuzz-")) / "fuzz.db"
@@ -79,3 +81,20 @@ def test_webhook_never_fails_on_input(case: Case) -> None:
     case.validate_response(response, excluded_checks=[LAX, NEEDS_STATE])
     unsigned = case.call(headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"})
     assert unsigned.status_code == 401
+
+
+_TG_UPDATE = (
+    '{"update_id": @NUM@, "message": {"message_id": 7, "date": 1718000000, "text": "@TEXT@",'
+    ' "chat": {"id": 3001, "type": "private"}, "from": {"id": 3001, "is_bot": false,'
+    ' "first_name": "L"}}}'
+)
+
+
+@pytest.mark.parametrize("name", sorted(hostile(_TG_UPDATE)))
+def test_hostile_bodies_never_fail(name: str) -> None:
+    """Deep nesting, an oversized body, NaN, 1e999, lone surrogates, NUL: never a 500."""
+    raw = hostile(_TG_UPDATE)[name]
+    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET, "Content-Type": "application/json"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.post("/webhooks/telegram/neko", content=raw, headers=headers)
+    assert response.status_code in ALLOWED, (name, response.text[:200])
