@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import redis
 from fastapi import APIRouter, Depends, status
 from pydantic import Field
+from sqlmodel import Session
 
 from nekoflow.api.ai_generate import (
     GenerationReplyError,
@@ -53,7 +54,9 @@ from nekoflow.api.schemas import (
 )
 from nekoflow.errors import InputError
 from nekoflow.llm.base import LLMError, LLMTimeoutError
-from nekoflow.worldbook.budgets import lore_recall_config
+from nekoflow.turns.characters import resolve_role
+from nekoflow.turns.lore_preview import ScopeView, scope_view
+from nekoflow.worldbook.budgets import recall_config_of
 from nekoflow.worldbook.cooldowns import CooldownState
 from nekoflow.worldbook.matcher import describe_recall
 from nekoflow.worldbook.models import (
@@ -107,6 +110,24 @@ class TestMatchResult(TestMatchResponse):
     matches: list[TestMatchHit]  # type: ignore[assignment]
     dropped: list[DroppedEntry] | None = Field(default=None, description="Absent when none")
     regex_timeouts: list[str] | None = Field(default=None, description="Absent when none")
+
+
+def _scope_view(state: ApiState, scope_id: str, character: str | None) -> ScopeView:
+    """What the scope's next turn scans (:mod:`nekoflow.turns.lore_preview`); ``character`` is
+    an id or a name (else the scope's latest turn's character)."""
+    role_id: int | None = None
+    if character:
+        with Session(state.engine) as s:
+            role = resolve_role(s, character)
+        if role is None or role.id is None:
+            raise ApiError(422, f"character_id: no character {character!r}", field="character_id")
+        role_id = role.id
+    try:
+        return scope_view(
+            state.engine, scope_id, role_id=role_id, history_limit=state.settings.history_limit
+        )
+    except InputError as exc:
+        raise ApiError(422, str(exc), field=exc.field or "scope_id") from None
 
 
 def _cooldown_snapshot(state: ApiState, scope_id: str) -> CooldownState | None:
@@ -189,17 +210,18 @@ def try_match(
     if body.scope_id and not with_token:
         raise ApiError(401, "scope_id: a scope's cooldown state needs the bearer token")
     settings = state.settings
-    server = lore_recall_config(
-        context_window=settings.llm_context_window,
-        lore_share=settings.lore_budget_share,
-        oversize=settings.lore_oversize,
-        recent_message_limit=settings.recent_message_limit,
-    )
-    config = capped_config(body.config, server)
+    character_id = body.character_id or None
+    if body.scope_id:  # scan what the scope's next turn would: its history (or greeting)
+        view = _scope_view(state, body.scope_id, character_id)
+        if view.role_id is not None:
+            character_id = str(view.role_id)
+            context.character_id = view.role_name
+            context.recent_messages = [*view.messages, *context.recent_messages]
+    config = capped_config(body.config, recall_config_of(settings))
     outcome = describe_recall(
         context,
         state.book_cache().books(),
-        body.character_id or None,
+        character_id,
         config,
         cooldowns=_cooldown_snapshot(state, body.scope_id),
     )

@@ -22,7 +22,7 @@ from nekoflow.settings import Settings
 from nekoflow.storage.turns import TurnRun
 from nekoflow.usage.meter import MeteredChatModel
 from nekoflow.usage.quota_redis import QuotaCounters
-from nekoflow.worldbook.budgets import lore_recall_config
+from nekoflow.worldbook.budgets import recall_config_of
 from nekoflow.worldbook.cooldowns import Cooldowns, InMemoryCooldowns
 from nekoflow.worldbook.models import WorldBookRecallConfig
 
@@ -184,13 +184,7 @@ class TurnDeps:
             dispatcher=dispatcher,
             events=events,
             publish=publish or _no_publisher,
-            recall_config=lore_recall_config(
-                context_window=settings.llm_context_window,
-                lore_share=settings.lore_budget_share,
-                oversize=settings.lore_oversize,
-                recent_message_limit=settings.recent_message_limit,
-                max_entries=settings.lore_max_entries,
-            ),
+            recall_config=recall_config_of(settings),
             flow=flow,
             rate_limiter=limiter,
             quota_counters=counters,

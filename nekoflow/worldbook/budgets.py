@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from nekoflow.worldbook.models import WorldBookRecallConfig
 
@@ -40,4 +40,16 @@ def lore_recall_config(
         max_total_tokens=tokens,
         max_entries=max_entries,
         oversize=oversize,
+    )
+
+
+def recall_config_of(settings: Any) -> WorldBookRecallConfig:
+    """The recall config a turn uses under ``settings`` (a :class:`nekoflow.settings.Settings`):
+    what turns, test-match and imports measure against."""
+    return lore_recall_config(
+        context_window=settings.llm_context_window,
+        lore_share=settings.lore_budget_share,
+        oversize=settings.lore_oversize,
+        recent_message_limit=settings.recent_message_limit,
+        max_entries=settings.lore_max_entries,
     )

@@ -50,16 +50,9 @@ def _store() -> WorldBookStore:
 def turn_config() -> WorldBookRecallConfig:
     """The recall config a turn uses (budgets from NEKOFLOW_LLM_CONTEXT_WINDOW and friends)."""
     from nekoflow.settings import get_settings
-    from nekoflow.worldbook.budgets import lore_recall_config
+    from nekoflow.worldbook.budgets import recall_config_of
 
-    settings = get_settings()
-    return lore_recall_config(
-        context_window=settings.llm_context_window,
-        lore_share=settings.lore_budget_share,
-        oversize=settings.lore_oversize,
-        recent_message_limit=settings.recent_message_limit,
-        max_entries=settings.lore_max_entries,
-    )
+    return recall_config_of(get_settings())
 
 
 @worldbook_app.command("import")

@@ -160,3 +160,23 @@ def test_whole_recall_context_fields_are_accepted(
     # scope_id does not make test-match consult or record cooldowns (cooldown_turns=2)
     again = client.post(URL, json=body).json()["matches"]
     assert [m["entry_id"] for m in again] == ["white_tower_oath"]
+
+
+def test_a_scope_is_scanned_as_its_next_turn_would(client: TestClient, engine) -> None:
+    """With ``scope_id`` the API scans the scope's history as a turn would — for a new scope the
+    card's greeting its first turn writes (lide_ai_v3's greeting names 沈念) — like the CLI."""
+    from nekoflow.characters import import_card_report
+    from tests.corpus import corpus_file
+
+    role = import_card_report(engine, corpus_file("lide_ai_v3.json").read_bytes()).role
+    body = {"message": "最近怎么样？", "character_id": str(role.id), "config": {"max_entries": 50}}
+    bare = client.post(URL, json=body)
+    scoped = client.post(URL, json={**body, "scope_id": "web:conversation:new"})
+    assert bare.status_code == 200 and scoped.status_code == 200, scoped.text
+    names = {m["entry_name"] for m in scoped.json()["matches"]}
+    dropped = {d["entry_name"] for d in scoped.json().get("dropped") or []}
+    bare_names = {m["entry_name"] for m in bare.json()["matches"]}
+    bare_dropped = {d["entry_name"] for d in bare.json().get("dropped") or []}
+    assert "沈念_三面性" in (names | dropped) - (bare_names | bare_dropped)
+    unknown = client.post(URL, json={**body, "character_id": "nobody", "scope_id": "web:x"})
+    assert unknown.status_code == 422 and "character_id" in unknown.text
