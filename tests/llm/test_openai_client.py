@@ -203,7 +203,12 @@ def test_from_settings_reads_every_llm_setting(httpserver: HTTPServer) -> None:
 
 
 def test_from_settings_rejects_a_bad_base_url() -> None:
-    settings = Settings(llm_provider="openai", llm_base_url="localhost:8000", llm_api_key="k")
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="llm_base_url"):  # refused when read
+        Settings(llm_provider="openai", llm_base_url="localhost:8000", llm_api_key="k")
+    good = Settings(llm_provider="openai", llm_base_url="http://localhost:8000", llm_api_key="k")
+    settings = good.model_copy(update={"llm_base_url": "localhost:8000"})  # and by the client
     with pytest.raises(ConfigError, match="NEKOFLOW_LLM_BASE_URL") as info:
         OpenAIChatModel.from_settings(settings)
     assert info.value.field == "NEKOFLOW_LLM_BASE_URL"

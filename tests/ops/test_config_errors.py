@@ -33,7 +33,12 @@ def one_line(out: subprocess.CompletedProcess[str]) -> str:
     text = out.stdout + out.stderr
     assert out.returncode == 2, text
     assert "Traceback" not in text and "╭" not in text, text
-    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    # `serve` names the model it will use first (a line of its own, never about the error)
+    lines = [
+        line
+        for line in out.stderr.splitlines()
+        if line.strip() and not line.startswith("WARNING:  model:")
+    ]
     assert len(lines) == 1, text
     return lines[0]
 
