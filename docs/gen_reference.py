@@ -146,20 +146,18 @@ def _bounds(metadata: list[Any]) -> list[str]:
 
 def _default(field: Any) -> str:
     """The default as an operator would write it; a computed default says so."""
-    from pydantic_core import PydanticUndefined
-
     if field.default_factory is not None:
         try:
             value = field.default_factory()
-        except TypeError:
-            value = PydanticUndefined
+        except TypeError:  # a factory that takes the validated data
+            value = None
         if isinstance(value, (list, dict, tuple)) and not value:
             return f"`{json.dumps(value)}`"
         doc = inspect.getdoc(field.default_factory)
         return f"computed: {doc}" if doc else f"computed by `{field.default_factory.__name__}()`"
-    value = field.default
-    if value is PydanticUndefined:
+    if field.is_required():
         return "required"
+    value = field.default
     if value is None:
         return "unset"
     if hasattr(value, "get_secret_value"):
