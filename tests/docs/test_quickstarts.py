@@ -262,6 +262,32 @@ def quickstart_dir(tmp_path: Path, redis_client) -> Iterator[Path]:
     yield tmp_path
 
 
+def reader_env(page: Path, llm: FakeLLM, **extra: str) -> dict[str, str]:
+    """The page's exports, with only the reader's addresses pointed at the test's: the loopback
+    model, the test Redis, loopback hosts and free ports (``extra``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
+    env |= exports(page)
+    env |= {
+        "NEKOFLOW_LLM_BASE_URL": llm.base_url,
+        "NEKOFLOW_BROKER_URL": REDIS_URL,
+        "NEKOFLOW_REDIS_URL": REDIS_URL,
+        "NEKOFLOW_RESULT_BACKEND": REDIS_URL,
+        "NEKOFLOW_REDIS_PREFIX": f"nfqs{XDIST_WORKER}",
+        "NEKOFLOW_ONEBOT_WS_HOST": "127.0.0.1",
+        "NEKOFLOW_RUNTIME_CONFIG_PATH": str(REPO / "examples" / "config.ini"),
+        "NEKOFLOW_SWEEP_INTERVAL_SECONDS": "5",  # doctor's beat line sooner
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        **extra,
+    }
+    return env
+
+
+def answer(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any], dict[str, str], float]:
+    """The loopback model's reply to every request."""
+    return 200, completion("【开心】欢迎光临~"), {}, 0.0
+
+
 @pytest.mark.slow
 def test_napcat_quick_start_reaches_a_first_reply(quickstart_dir: Path) -> None:
     """Every command of the English NapCat quick start (the Chinese one gives the same, see
@@ -269,27 +295,8 @@ def test_napcat_quick_start_reaches_a_first_reply(quickstart_dir: Path) -> None:
     page = DOCS / "en" / "quickstart" / "napcat.md"
     port = _free_port()
 
-    def answer(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any], dict[str, str], float]:
-        return 200, completion("【开心】欢迎光临~"), {}, 0.0
-
     with FakeLLM(answer) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
-        env |= exports(page)
-        # the reader's machine → the test's: loopback model, test Redis, a free port
-        env |= {
-            "NEKOFLOW_LLM_BASE_URL": llm.base_url,
-            "NEKOFLOW_LLM_PROVIDER": "openai",  # harmless once the provider is inferred
-            "NEKOFLOW_BROKER_URL": REDIS_URL,
-            "NEKOFLOW_REDIS_URL": REDIS_URL,
-            "NEKOFLOW_RESULT_BACKEND": REDIS_URL,
-            "NEKOFLOW_REDIS_PREFIX": f"nfqs{XDIST_WORKER}",
-            "NEKOFLOW_ONEBOT_WS_HOST": "127.0.0.1",
-            "NEKOFLOW_ONEBOT_WS_PORT": str(port),
-            "NEKOFLOW_RUNTIME_CONFIG_PATH": str(REPO / "examples" / "config.ini"),
-            "NEKOFLOW_SWEEP_INTERVAL_SECONDS": "5",  # doctor's beat line sooner
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-            "PYTHONPATH": str(REPO),
-        }
+        env = reader_env(page, llm, NEKOFLOW_ONEBOT_WS_PORT=str(port))
         procs = Processes(quickstart_dir, env)
         url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
         bot, token = env["NEKOFLOW_ONEBOT_SELF_ID"], env["NEKOFLOW_ONEBOT_ACCESS_TOKEN"]
@@ -351,4 +358,53 @@ def test_napcat_quick_start_reaches_a_first_reply(quickstart_dir: Path) -> None:
         finally:
             if napcat is not None:
                 napcat.close()
+            procs.stop()
+
+
+@pytest.mark.slow
+def test_web_quick_start_reaches_a_first_reply(quickstart_dir: Path) -> None:
+    """Every command of the English Web-only quick start: the card, the API, workers and beat as
+    real processes, doctor, then the documented curl gets the model's reply."""
+    page = DOCS / "en" / "quickstart" / "web.md"
+    port = str(_free_port())
+    with FakeLLM(answer) as llm:
+        env = reader_env(page, llm)
+        procs = Processes(quickstart_dir, env)
+
+        def run(command: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["bash", "-c", command.replace("8000", port)],  # a free port for the API
+                cwd=quickstart_dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+
+        replied = False
+        try:
+            for block in blocks(page):
+                if block.kind == "run" and "pip install" in block.text:
+                    continue
+                if block.kind == "background":
+                    (command,) = block.commands
+                    procs.start(command.replace("8000", port), block.attrs.get("wait"))
+                elif block.kind == "doctor":
+                    deadline = time.monotonic() + 90
+                    while (done := run(block.commands[0])).returncode != 0:
+                        assert time.monotonic() < deadline, done.stdout + done.stderr
+                        time.sleep(1)
+                elif block.kind == "run":
+                    for command in block.commands:
+                        done = run(command)
+                        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+                        if command.startswith("curl"):
+                            assert "欢迎光临" in json.dumps(
+                                json.loads(done.stdout), ensure_ascii=False
+                            )
+                            replied = True
+                        if "nekoflow runs" in command:
+                            assert "done" in done.stdout, done.stdout
+            assert replied
+        finally:
             procs.stop()
