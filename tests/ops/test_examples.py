@@ -64,7 +64,8 @@ def test_a_qq_private_message_runs_a_turn_in_scope_qq_user(deps) -> None:
         run = s.get(TurnRun, handle.turn_id)
         before = s.get(TurnStage, (handle.turn_id, "before_turn")).result
     assert run.status == "done"
-    # README's "Scope ids": a QQ private chat's scope is qq:user:{user_id}
+    # the review guide's "Channels": a QQ private chat's scope is qq:user:{user_id}
     assert run.scope_id == f"qq:user:{event['user_id']}"
-    assert "qq:user:{user_id}" in (REPO / "README.md").read_text(encoding="utf-8")
+    guide = REPO / "docs" / "en" / "guides" / "review.md"
+    assert "qq:user:{user_id}" in guide.read_text(encoding="utf-8")
     assert [e["id"] for e in before["injected"]] == ["rule-cafe"]  # the always-on rule

@@ -23,7 +23,9 @@ def test_compose_mounts_config_ini_and_documents_flower_auth() -> None:
         assert service["environment"]["NEKOFLOW_RUNTIME_CONFIG_PATH"] == "/app/config.ini"
     assert (REPO / "examples" / "config.ini").is_file()
     assert "FLOWER_UNAUTHENTICATED_API" in services["flower"]["environment"]
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = "\n".join(  # the README and the docs it links to
+        p.read_text(encoding="utf-8") for p in [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    )
     assert "FLOWER_UNAUTHENTICATED_API" in readme
     for name in ("/metrics", "PROMETHEUS_MULTIPROC_DIR", "NEKOFLOW_TRACING", "/runs"):
         assert name in readme, name
