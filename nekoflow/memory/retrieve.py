@@ -148,7 +148,10 @@ def _ranked(
     model: str | None,
     skip: set[int],
 ) -> list[Scored]:
-    """The live candidate rows not in ``skip``, ranked."""
+    """The live candidate rows not in ``skip``, ranked by the message's own terms (context
+    terms found candidates; they never outweigh the message's words)."""
+    own = {t: w for t, w in query.items() if w >= 1.0}
+    query = own or query
     candidates = [
         _candidate(r, model)
         for r in rows
@@ -275,10 +278,15 @@ def ranked_rounds(
         below_line=below_line,
         when=when,
     )
-    scorer = bm25_scorer(query, stats)
+    own = {t: w for t, w in query.items() if w >= 1.0}
+    scorer = bm25_scorer(own or query, stats)
+    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
+    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
+    top = max((c for _, c, _ in raw), default=0.0) or 1.0
     scored = []
-    for r in rows:
-        score = scorer(doc_terms(r.terms))
+    for score, extra, r in raw:
+        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
+        score *= 1.0 + 0.02 * extra / top
         if when is not None and when.contains(r.created_at):
             score += 100.0
         if score > 0:

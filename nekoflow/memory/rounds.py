@@ -166,7 +166,7 @@ def _match_sql(dialect: str, dated: bool) -> Any:
         sql = (
             f"SELECT {cols} FROM memory_round m, to_tsquery('simple', :q) q "
             f"WHERE m.terms_tsv @@ q AND {where} "
-            "ORDER BY ts_rank(m.terms_tsv, q) DESC, m.id DESC LIMIT :n"
+            "ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC LIMIT :n"
         )
     return _statement(sql)
 

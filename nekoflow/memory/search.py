@@ -71,12 +71,11 @@ def select_terms(
     query: Mapping[str, float] | Iterable[str], stats: CorpusStats, budget: int = MATCH_BUDGET
 ) -> list[str]:
     """The query terms the full-text engine matches: the message's own terms (weight ≥ 1) rarest
-    first while their document frequencies add up to at most ``budget`` (the rarest always; a
-    term in more than a quarter of the scope's units only when nothing rarer is there), then at
-    most :data:`CONTEXT_TERMS` context terms in what is left of the budget — context never
-    pushes the message's words out."""
+    first while the match set they make stays within ``budget`` units (bounded by the sum of
+    their document frequencies and by the scope's size; the rarest always); only when none of
+    them is in the scope, at most :data:`CONTEXT_TERMS` context terms — context never pushes
+    the message's words out (it re-ranks the candidates, lightly, in Python)."""
     weights = query if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
-    common = max(stats.docs // 4, 50)
     own: list[tuple[int, str]] = []
     extra: list[tuple[int, str]] = []
     for w, weight in weights.items():
@@ -88,15 +87,17 @@ def select_terms(
     chosen: list[str] = []
     total = 0
     for df, w in own[:MAX_TERMS]:
-        if chosen and (total + df > budget or df > common):
+        if chosen and min(total + df, stats.docs) > budget:
             break
         chosen.append(w)
-        total += df
+        total = min(total + df, max(stats.docs, df))
+    if chosen:  # the engine cannot weigh terms: context terms would outrank the message's
+        return chosen
     for df, w in extra[:CONTEXT_TERMS]:
-        if total + df > budget or df > common:
+        if chosen and min(total + df, stats.docs) > budget:
             break
         chosen.append(w)
-        total += df
+        total = min(total + df, stats.docs)
     return chosen
 
 
@@ -130,7 +131,7 @@ def _fts_sql(
     q = f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
     sql = (
         "SELECT m.id FROM memory_record m, to_tsquery('simple', :q) q "
-        f"WHERE m.terms_tsv @@ q AND {live} ORDER BY ts_rank(m.terms_tsv, q) DESC, m.id DESC "
+        f"WHERE m.terms_tsv @@ q AND {live} ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC "
         "LIMIT :n"
     )
     return sql, q
