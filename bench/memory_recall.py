@@ -380,6 +380,7 @@ def main() -> None:
     p.add_argument("--filler", type=int, default=1100, help="chit-chat turns (2 lines each)")
     p.add_argument("--quick", action="store_true", help="300 filler turns, SQLite only")
     p.add_argument("--no-pg", action="store_true")
+    p.add_argument("--no-sqlite", action="store_true")
     p.add_argument("--pg-url", default=os.environ.get("NEKOFLOW_BENCH_PG_URL", DEFAULT_PG_URL))
     p.add_argument("--json", type=Path, help="also write the figures here")
     p.add_argument("-v", "--verbose", action="store_true", help="list the default mode's misses")
@@ -394,10 +395,11 @@ def main() -> None:
     results: dict[str, Any] = {}
     # A tmpfs when there is one: the benchmark measures recall, not the disk's fsync.
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(dir=shm) as tmp:
-        engine = make_engine(f"sqlite:///{tmp}/recall.db")
-        results["sqlite"] = run(engine, "SQLite", data, filler, args.verbose)
-        engine.dispose()
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory(dir=shm) as tmp:
+            engine = make_engine(f"sqlite:///{tmp}/recall.db")
+            results["sqlite"] = run(engine, "SQLite", data, filler, args.verbose)
+            engine.dispose()
     if not (args.quick or args.no_pg):
         with pg_engine(args.pg_url) as engine:
             results["postgresql"] = run(engine, "PostgreSQL", data, filler, args.verbose)
