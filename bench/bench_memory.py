@@ -45,16 +45,18 @@ from nekoflow.macros import MacroContext
 from nekoflow.memory import build_memory
 from nekoflow.memory.consolidate import facts_of
 from nekoflow.memory.history import get_or_create_save, load_history_rows
-from nekoflow.memory.lexical import index_text
+from nekoflow.memory.lexical import doc_terms, index_text, scope_token
 from nekoflow.memory.retrieve import prompt_memories, retrieve
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import _apply_stats, _stat_delta
-from nekoflow.memory.window import line_text, window
+from nekoflow.memory.window import window
 from nekoflow.storage import create_all, make_engine
 from nekoflow.storage.dialogue import Line, Role
+from nekoflow.storage.memory import DOCS, LENGTH, MemoryRound, round_stats_key
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 from nekoflow.turns.prompting import assemble_prompt, placement_from_entries
+from nekoflow.turns.stages.prompt import _user_context, _window_start
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
@@ -260,8 +262,9 @@ def bench_retrieval(engine: Engine, role_id: int, n: int, rounds: int) -> None:
     )
 
 
-def long_save(engine: Engine, role_id: int, lines: int) -> int:
-    """A save whose active path is ``lines`` lines long (bulk insert, explicit ids)."""
+def long_save(engine: Engine, role_id: int, lines: int, memories: int = 2000) -> int:
+    """A save whose active path is ``lines`` lines long (bulk insert, explicit ids), each user
+    line indexed as a past round as ``write_turn`` does, and ``memories`` memories."""
     with Session(engine) as s:
         save = get_or_create_save(s, role_id=role_id, scope_id="bench:save")
         s.commit()
@@ -285,9 +288,34 @@ def long_save(engine: Engine, role_id: int, lines: int) -> int:
                 "created_at": NOW - timedelta(minutes=lines - i),
             }
         )
+    rounds = [
+        {
+            "role_id": role_id,
+            "scope_id": "bench:save",
+            "save_id": save_id,
+            "turn_id": r["turn_id"],
+            "line_id": r["id"],
+            "created_at": r["created_at"],
+            "user_text": r["content"],
+            "reply_text": "嗯嗯,我记住了,你继续说",
+            "terms": index_text(role_id, "bench:save", "", r["content"]),
+        }
+        for r in rows
+        if r["attribute"] == "user"
+    ]
+    key = round_stats_key(scope_token(role_id, "bench:save"))
+    delta: Counter[tuple[str, str]] = Counter()
+    for r in rounds:
+        words = doc_terms(r["terms"])
+        delta[(key, DOCS)] += 1
+        delta[(key, LENGTH)] += len(words)
+        for w in set(words):
+            delta[(key, w[:64])] += 1
     with engine.begin() as conn:
         for k in range(0, lines, 5000):
             conn.execute(insert(Line), rows[k : k + 5000])
+        for k in range(0, len(rounds), 5000):
+            conn.execute(insert(MemoryRound), rounds[k : k + 5000])
         conn.execute(
             text("UPDATE save SET last_message_id = :leaf WHERE id = :id"),
             {"leaf": base + lines - 1, "id": save_id},
@@ -297,7 +325,14 @@ def long_save(engine: Engine, role_id: int, lines: int) -> int:
             conn.execute(
                 text("SELECT setval(pg_get_serial_sequence('line', 'id'), :v)"), {"v": base + lines}
             )
-    fill(engine, role_id, "bench:save", 2000, random.Random(5))
+    with Session(engine) as s:
+        _apply_stats(s, delta)
+        s.commit()
+    fill(engine, role_id, "bench:save", memories, random.Random(5))
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(text("ANALYZE memory_round"))
+            conn.execute(text("ANALYZE memory_record"))
     return save_id
 
 
@@ -312,9 +347,11 @@ def lore() -> Any:
     return placement_from_entries(entries), len(entries)
 
 
-def bench_assembly(engine: Engine, role_id: int, lines: int, rounds: int) -> None:
+def bench_assembly(
+    engine: Engine, role_id: int, lines: int, rounds: int, memories: int = 2000
+) -> None:
     """before_turn's reads and prompt assembly for a ``lines``-line save."""
-    save_id = long_save(engine, role_id, lines)
+    save_id = long_save(engine, role_id, lines, memories)
     placement, n_entries = lore()
     ctx = MacroContext(char="钦灵", user="小明", now=NOW, seed="turn-1")
 
@@ -327,9 +364,10 @@ def bench_assembly(engine: Engine, role_id: int, lines: int, rounds: int) -> Non
                 role_id=role_id,
                 scope_id="bench:save",
                 message=message,
-                context=[line_text(r) for r in rows[-4:]],
+                context=_user_context(rows),
                 now=NOW,
                 settings=MS,
+                below_line=_window_start(rows, message, MS),
             )
         prompt = assemble_prompt(
             role_name="钦灵",
@@ -349,7 +387,8 @@ def bench_assembly(engine: Engine, role_id: int, lines: int, rounds: int) -> Non
 
     p50, p99 = timed(turn, rounds)
     print(
-        f"  prompt assembly, {lines:,}-line save ({n_entries} lore entries, 2,000 memories): "
+        f"  prompt assembly, {lines:,}-line save ({n_entries} lore entries, {memories:,} "
+        f"memories, {lines // 2:,} past rounds): "
         f"p50 {p50:.2f} ms, p99 {p99:.2f} ms | target <= 20 ms p50"
     )
 
@@ -450,15 +489,19 @@ def run(name: str, engine: Engine, args: argparse.Namespace) -> None:
         assert role.id is not None
         role_id = role.id
     print(f"{name}:")
-    bench_retrieval(engine, role_id, args.memories, args.rounds)
-    bench_assembly(engine, role_id, args.lines, args.rounds)
-    bench_recall(engine, role_id, args.fillers)
+    if "retrieval" not in args.skip:
+        bench_retrieval(engine, role_id, args.memories, args.rounds)
+    bench_assembly(engine, role_id, args.lines, args.rounds, args.assembly_memories)
+    if "recall" not in args.skip:
+        bench_recall(engine, role_id, args.fillers)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--memories", type=int, default=100_000)
     p.add_argument("--lines", type=int, default=50_000)
+    p.add_argument("--assembly-memories", type=int, default=100_000)
+    p.add_argument("--skip", default="", help="comma list of: retrieval, recall")
     p.add_argument("--fillers", type=int, default=300)
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--pg-url", default=os.environ.get("NEKOFLOW_BENCH_PG_URL", DEFAULT_PG_URL))

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
 from nekoflow.errors import InputError
+from nekoflow.memory.rounds import hide_rounds
 from nekoflow.memory.store import forget
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import MemoryRecord
@@ -107,7 +108,15 @@ def get_memory(s: Session, memory_id: int) -> MemoryOut:
 
 
 def forget_memory(s: Session, memory_id: int) -> int:
-    """Delete a memory for good (with the history it replaced); commits. Rows deleted."""
-    n = forget(s, [_memory(s, memory_id)])
+    """Delete a memory for good (with the history it replaced) and hide the past rounds of the
+    turns that stated it from retrieval; commits. Rows deleted."""
+    row = _memory(s, memory_id)
+    stated = [
+        m.turn_id
+        for m in [row, *s.exec(select(MemoryRecord).where(MemoryRecord.superseded_by == row.id))]
+        if m.turn_id
+    ]
+    hide_rounds(s, row.role_id, row.scope_id, stated)
+    n = forget(s, [row])
     s.commit()
     return n

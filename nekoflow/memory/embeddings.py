@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import struct
 import sys
+import threading
+import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from functools import lru_cache
 from operator import mul
 from typing import Any, Protocol
@@ -22,6 +27,7 @@ from pydantic import SecretStr
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "Breaker",
     "Embedder",
     "EmbeddingsError",
     "OpenAIEmbedder",
@@ -129,16 +135,122 @@ def configured_embedder() -> Embedder | None:
     )
 
 
-def query_vector(embedder: Embedder | None, text: str, timeout: float) -> list[float] | None:
-    """The message's vector for retrieval, or None (no embedder, no text, or the endpoint
-    failed: the turn then retrieves lexically, and the failure is logged without the text)."""
+class Breaker:
+    """A circuit breaker for the query embedding, one per process (shared by its threads).
+
+    Closed: every turn asks the endpoint, within its budget. A failure or a call past the
+    budget opens it: turns skip the endpoint (retrieving lexically, at no cost) for
+    ``cooldown`` seconds; then ONE probe is sent in the background (half-open) — never on a
+    turn's path — and its answer closes the breaker or opens it for another ``cooldown``.
+    """
+
+    def __init__(self, cooldown: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cooldown = cooldown
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._open_until: float | None = None
+        self._probing = False
+
+    @property
+    def open(self) -> bool:
+        """Whether turns skip the endpoint now."""
+        return self._open_until is not None
+
+    def state(self) -> str:
+        """``closed``, ``open`` (skipping) or ``probe`` (open, and a probe is due: the caller
+        that reads ``probe`` sends it; the others keep skipping)."""
+        with self._lock:
+            if self._open_until is None:
+                return "closed"
+            if self._probing or self._clock() < self._open_until:
+                return "open"
+            self._probing = True
+            return "probe"
+
+    def succeeded(self) -> None:
+        """The endpoint answered: close."""
+        with self._lock:
+            self._open_until, self._probing = None, False
+
+    def failed(self) -> None:
+        """The endpoint failed or hung: skip it for ``cooldown`` seconds."""
+        with self._lock:
+            self._open_until, self._probing = self._clock() + self.cooldown, False
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+_breakers: dict[tuple[int, str], Breaker] = {}
+_breakers_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's helper threads (made after a fork: a prefork child gets its own)."""
+    pid = os.getpid()
+    pool = _pools.get(pid)
+    if pool is None:
+        with _breakers_lock:
+            pool = _pools.setdefault(
+                pid, ThreadPoolExecutor(max_workers=2, thread_name_prefix="nekoflow-embed")
+            )
+    return pool
+
+
+def breaker_for(embedder: Embedder, cooldown: float = 30.0) -> Breaker:
+    """The process's breaker of ``embedder`` (one per embedder object and model)."""
+    key = (id(embedder), embedder.model)
+    with _breakers_lock:
+        found = _breakers.get(key)
+        if found is None:
+            found = _breakers[key] = Breaker(cooldown)
+        return found
+
+
+def _settle(breaker: Breaker, future: Future[list[list[float]]]) -> None:
+    """Record a finished call's outcome in the breaker."""
+    if future.exception() is None:
+        breaker.succeeded()
+    else:
+        breaker.failed()
+
+
+def query_vector(
+    embedder: Embedder | None, text: str, timeout: float, breaker: Breaker | None = None
+) -> list[float] | None:
+    """The message's vector for retrieval, or None (no embedder, no text, the endpoint failed
+    or did not answer within ``timeout`` seconds, or its breaker is open: the turn then
+    retrieves lexically, and the failure is logged without the text).
+
+    ``timeout`` is a hard budget: the call runs on a helper thread and the turn waits at most
+    that long whatever the HTTP client does; a hanging endpoint costs one budget, then the
+    breaker (default: the process's breaker of ``embedder``) skips it until a background
+    probe finds it answering again."""
     if embedder is None or not text.strip():
         return None
+    breaker = breaker if breaker is not None else breaker_for(embedder)
+    state = breaker.state()
+    if state == "open":
+        return None
+    if state == "probe":  # half-open: one probe in the background, this turn goes lexical
+        probe = _pool().submit(embedder.embed, ["ping"], timeout=timeout)
+        probe.add_done_callback(lambda f: _settle(breaker, f))
+        return None
+    future = _pool().submit(embedder.embed, [text], timeout=timeout)
     try:
-        return embedder.embed([text], timeout=timeout)[0]
+        vector = future.result(timeout=timeout)[0]
+    except FutureTimeout:
+        breaker.failed()
+        log.warning("query embedding took over %.1f s, retrieving lexically", timeout)
+        return None
     except EmbeddingsError as exc:
+        breaker.failed()
         log.warning("query embedding failed, retrieving lexically: %s", exc)
         return None
+    except Exception as exc:  # a broken embedder never fails the turn
+        breaker.failed()
+        log.warning("query embedding failed (%s), retrieving lexically", type(exc).__name__)
+        return None
+    breaker.succeeded()
+    return vector
 
 
 def pack(vector: Sequence[float]) -> bytes:

@@ -16,12 +16,14 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from nekoflow.memory.embeddings import unpack
-from nekoflow.memory.lexical import CorpusStats, query_terms
+from nekoflow.memory.lexical import CorpusStats, bm25_scorer, doc_terms, query_terms
+from nekoflow.memory.rounds import RoundRow, round_candidates, round_stats
 from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
-from nekoflow.memory.search import candidate_rows, corpus_stats
+from nekoflow.memory.search import MATCH_BUDGET, candidate_rows, corpus_stats
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import RETRIEVED
-from nekoflow.memory.window import memory_block
+from nekoflow.memory.timeq import TimeRange, parse_time
+from nekoflow.memory.window import memory_block, round_line
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 
@@ -48,6 +50,8 @@ class PromptMemories:
     tokens: int = 0
     #: The retrieved facts themselves (what :func:`nekoflow.memory.store.touch` marks as used).
     chosen: list[Scored] = field(default_factory=list)
+    #: The past rounds shown, best first.
+    rounds: list[RoundRow] = field(default_factory=list)
 
 
 _COLUMNS: tuple[Any, ...] = (
@@ -68,6 +72,11 @@ _COLUMNS: tuple[Any, ...] = (
 
 
 _TABLE: Any = MemoryRecord.__table__
+#: Weight of a term of the recent user lines (the message's own terms weigh 1).
+CONTEXT_WEIGHT = 0.3
+#: A past round's user words and reply in the prompt are cut to these many characters.
+ROUND_USER_CHARS = 160
+ROUND_REPLY_CHARS = 60
 #: How many of the newest summaries a prompt considers.
 SUMMARY_SCAN = 64
 
@@ -106,7 +115,7 @@ def _gather(
 ) -> tuple[list[Any], dict[str, float], CorpusStats]:
     """The candidate rows (and the ``summaries`` newest summaries) in one statement, with the
     query's term weights and the scope's BM25 statistics (two round trips in all)."""
-    query = query_terms(message, context)
+    query = query_terms(message, context, CONTEXT_WEIGHT)
     stats = corpus_stats(s, role_id, scope_id, query)
     columns = [_TABLE.c[c.key] for c in _COLUMNS]
     if model is not None:
@@ -139,7 +148,10 @@ def _ranked(
     model: str | None,
     skip: set[int],
 ) -> list[Scored]:
-    """The live candidate rows not in ``skip``, ranked."""
+    """The live candidate rows not in ``skip``, ranked by the message's own terms (context
+    terms found candidates; they never outweigh the message's words)."""
+    own = {t: w for t, w in query.items() if w >= 1.0}
+    query = own or query
     candidates = [
         _candidate(r, model)
         for r in rows
@@ -227,6 +239,84 @@ def _newest_within(summary_rows: Sequence[tuple[int, str]], budget: int) -> list
     return chosen
 
 
+def _without(message: str, when: TimeRange | None) -> str:
+    """The message without its time expression (its words are not what is looked for)."""
+    if when is None:
+        return message
+    a, b = when.span
+    return f"{message[:a]} {message[b:]}"
+
+
+def ranked_rounds(
+    s: Session,
+    *,
+    role_id: int,
+    scope_id: str,
+    message: str,
+    context: Sequence[str],
+    now: datetime,
+    settings: MemorySettings,
+    below_line: int | None = None,
+) -> list[RoundRow]:
+    """The scope's past rounds for this message, best first: the full-text engine's candidates
+    over all of the scope's rounds, re-scored by BM25 with the message's terms at full weight
+    and recent user lines' at :data:`CONTEXT_WEIGHT`; rounds in a time the message names come
+    first; ties go to the newest. Rounds relevant by nothing are left out."""
+    if settings.round_candidates <= 0:
+        return []
+    when = parse_time(message, now)
+    query = query_terms(_without(message, when), context, CONTEXT_WEIGHT)
+    stats = round_stats(s, role_id, scope_id, query)
+    rows = round_candidates(
+        s,
+        role_id,
+        scope_id,
+        query,
+        stats,
+        limit=settings.round_candidates,
+        budget=MATCH_BUDGET,
+        below_line=below_line,
+        when=when,
+    )
+    own = {t: w for t, w in query.items() if w >= 1.0}
+    scorer = bm25_scorer(own or query, stats)
+    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
+    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
+    top = max((c for _, c, _ in raw), default=0.0) or 1.0
+    scored = []
+    for score, extra, r in raw:
+        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
+        score *= 1.0 + 0.02 * extra / top
+        if when is not None and when.contains(r.created_at):
+            score += 100.0
+        if score > 0:
+            scored.append((score, r))
+    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), -p[1].id))
+    return [r for _, r in scored]
+
+
+def _round_text(r: RoundRow) -> str:
+    user = r.user_text.replace("\n", " ")[:ROUND_USER_CHARS]
+    reply = r.reply_text.replace("\n", " ")[:ROUND_REPLY_CHARS]
+    return round_line(r.created_at.date().isoformat(), user, reply)
+
+
+def rounds_within(rounds: Sequence[RoundRow], budget: int) -> list[tuple[RoundRow, str]]:
+    """The best rounds whose prompt lines fit ``budget`` tokens, in rank order."""
+    chosen: list[tuple[RoundRow, str]] = []
+    used = 0
+    for r in rounds:
+        if budget - used < 8:
+            break
+        line = _round_text(r)
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            continue
+        chosen.append((r, line))
+        used += cost
+    return chosen
+
+
 def prompt_memories(
     s: Session,
     *,
@@ -238,8 +328,11 @@ def prompt_memories(
     settings: MemorySettings,
     query_vector: Sequence[float] | None = None,
     embeddings_model: str | None = None,
+    below_line: int | None = None,
 ) -> PromptMemories:
-    """Summaries of the distant past + the retrieved memories that fit their token budgets."""
+    """Summaries of the distant past + the retrieved memories + the relevant past rounds (not
+    those from line ``below_line`` on: the recent window shows them), within token budgets:
+    rounds take at most ``round_share`` of ``prompt_tokens``, memories the rest."""
     past, ranked = _retrieve(
         s,
         role_id=role_id,
@@ -252,8 +345,22 @@ def prompt_memories(
         embeddings_model=embeddings_model,
         summary_budget=settings.summary_tokens,
     )
-    chosen = select_within_budget(ranked, settings.prompt_tokens, estimate_tokens)
-    block = memory_block([(str(i), text) for i, text in past], chosen)
+    rounds = rounds_within(
+        ranked_rounds(
+            s,
+            role_id=role_id,
+            scope_id=scope_id,
+            message=message,
+            context=context,
+            now=now,
+            settings=settings,
+            below_line=below_line,
+        ),
+        int(settings.prompt_tokens * settings.round_share),
+    )
+    spent = sum(estimate_tokens(line) + 1 for _, line in rounds)
+    chosen = select_within_budget(ranked, settings.prompt_tokens - spent, estimate_tokens)
+    block = memory_block([(str(i), text) for i, text in past], chosen, [line for _, line in rounds])
     used = [PromptMemory(id=i, kind="summary") for i, _ in past] + [
         PromptMemory(
             id=m.id,
@@ -265,4 +372,11 @@ def prompt_memories(
         )
         for m in chosen
     ]
-    return PromptMemories(block=block, used=used, tokens=estimate_tokens(block), chosen=chosen)
+    used += [PromptMemory(id=r.id, kind="round") for r, _ in rounds]
+    return PromptMemories(
+        block=block,
+        used=used,
+        tokens=estimate_tokens(block),
+        chosen=chosen,
+        rounds=[r for r, _ in rounds],
+    )

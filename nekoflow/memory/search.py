@@ -9,7 +9,7 @@ statistics BM25 needs. Every function reads in the caller's session.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -23,7 +23,7 @@ from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 
-__all__ = ["candidate_rows", "corpus_stats", "lexical_ids"]
+__all__ = ["candidate_rows", "corpus_stats", "corpus_stats_key", "lexical_ids", "select_terms"]
 
 
 _STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
@@ -42,7 +42,11 @@ the terms are one array parameter (``= ANY``): one statement text whatever their
 
 def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) -> CorpusStats:
     """BM25 statistics of the scope for these terms (one indexed query)."""
-    key = scope_token(role_id, scope_id)
+    return corpus_stats_key(s, scope_token(role_id, scope_id), words)
+
+
+def corpus_stats_key(s: Session, key: str, words: Iterable[str]) -> CorpusStats:
+    """BM25 statistics kept under ``key`` (a scope's memories or its rounds) for these terms."""
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
     params = {"key": key, "terms": wanted}
     if dialect_name(s) == "postgresql":
@@ -55,18 +59,53 @@ def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) 
     return CorpusStats(docs=docs, avg_len=total / docs if docs else 1.0, df=df)
 
 
-def _rarest(words: Iterable[str], stats: CorpusStats, limit: int) -> tuple[list[str], int]:
-    """Terms rarest first while their document frequencies add up to at most ``limit`` (the
-    rarest always), and that total."""
-    present = sorted((stats.df.get(w, 0), w) for w in set(words) if stats.df.get(w, 0) > 0)
+#: The message's own terms a full-text query may hold; context terms only fill what is left.
+MAX_TERMS = 16
+CONTEXT_TERMS = 4
+MATCH_BUDGET = 3000
+"""The full-text match set a query may touch (sum of its terms' document frequencies): the
+engine ranks every unit holding a chosen term, so the set is bounded by choosing rare terms."""
+
+
+def select_terms(
+    query: Mapping[str, float] | Iterable[str], stats: CorpusStats, budget: int = MATCH_BUDGET
+) -> list[str]:
+    """The query terms the full-text engine matches: the message's own terms (weight ≥ 1) rarest
+    first while the match set they make stays within ``budget`` units (bounded by the sum of
+    their document frequencies and by the scope's size; the rarest always); only when none of
+    them is in the scope, at most :data:`CONTEXT_TERMS` context terms — context never pushes
+    the message's words out (it re-ranks the candidates, lightly, in Python)."""
+    weights = query if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
+    own: list[tuple[int, str]] = []
+    extra: list[tuple[int, str]] = []
+    for w, weight in weights.items():
+        df = stats.df.get(w, 0)
+        if df > 0:
+            (own if weight >= 1.0 else extra).append((df, w))
+    own.sort()
+    extra.sort()
     chosen: list[str] = []
     total = 0
-    for df, w in present[:16]:
-        if chosen and total + df > limit:
+    for df, w in own[:MAX_TERMS]:
+        if chosen and min(total + df, stats.docs) > budget:
             break
         chosen.append(w)
-        total += df
-    return chosen, total
+        total = min(total + df, max(stats.docs, df))
+    if chosen:  # the engine cannot weigh terms: context terms would outrank the message's
+        return chosen
+    for df, w in extra[:CONTEXT_TERMS]:
+        if chosen and min(total + df, stats.docs) > budget:
+            break
+        chosen.append(w)
+        total = min(total + df, stats.docs)
+    return chosen
+
+
+def _rarest(words: Iterable[str], stats: CorpusStats, limit: int) -> tuple[list[str], int]:
+    """:func:`select_terms` (``limit`` unused: the engine ranks the whole match set) and the sum
+    of the chosen terms' document frequencies."""
+    chosen = select_terms(words, stats)
+    return chosen, sum(stats.df.get(w, 0) for w in chosen)
 
 
 def _live_sql(alias: str, kinds: Sequence[str]) -> str:
@@ -80,19 +119,20 @@ def _live_sql(alias: str, kinds: Sequence[str]) -> str:
 def _fts_sql(
     dialect: str, scope: str, chosen: list[str], total: int, limit: int, live: str
 ) -> tuple[str, str]:
-    """The full-text id query (alias ``m``) and its match expression."""
+    """The full-text id query (alias ``m``) and its match expression: the ``limit`` best by the
+    engine's own relevance (FTS5 ``bm25``, PostgreSQL ``ts_rank``) over the whole match set."""
     if dialect == "sqlite":
         q = f'"{scope}" AND (' + " OR ".join(f'"{w}"' for w in chosen) + ")"
         sql = (
             "SELECT m.id FROM memory_fts JOIN memory_record m ON m.id = memory_fts.rowid "
-            f"WHERE memory_fts MATCH :q AND {live} ORDER BY memory_fts.rowid DESC LIMIT :n"
+            f"WHERE memory_fts MATCH :q AND {live} ORDER BY bm25(memory_fts), m.id DESC LIMIT :n"
         )
         return sql, q
     q = f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
-    order = " ORDER BY m.id DESC" if total > limit else ""
     sql = (
         "SELECT m.id FROM memory_record m, to_tsquery('simple', :q) q "
-        f"WHERE m.terms_tsv @@ q AND {live}{order} LIMIT :n"
+        f"WHERE m.terms_tsv @@ q AND {live} ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC "
+        "LIMIT :n"
     )
     return sql, q
 

@@ -34,6 +34,10 @@ class MemorySettings(BaseSettings):
     candidates: int = Field(default=40, ge=1)
     #: Also score this many most important and this many most recently used memories.
     pool: int = Field(default=12, ge=0)
+    #: Past rounds (a user line and its reply, dated) read from the full-text index per turn
+    #: (0: no rounds in the prompt), and the share of ``prompt_tokens`` they may take.
+    round_candidates: int = Field(default=30, ge=0)
+    round_share: float = Field(default=0.5, ge=0, le=1)
     #: Summaries: lines per summarised span, and whether the model or the rules write them
     #: ("auto": the model when NEKOFLOW_LLM_PROVIDER is openai, else the rules).
     summary_span_lines: int = Field(default=40, ge=4)

@@ -24,6 +24,7 @@ from sqlmodel import Session, col
 
 from nekoflow.errors import InputError
 from nekoflow.memory.reply import ReplySegment
+from nekoflow.memory.rounds import index_round
 from nekoflow.storage.dialogue import Line, Save, utcnow
 from nekoflow.storage.fastsql import Bind, FastStatement, Processor, detached, dialect_name
 
@@ -59,18 +60,18 @@ _LOCK_SAVE = FastStatement(
     update(Save.__table__)  # type: ignore[attr-defined]
     .where(col(Save.id) == bindparam("p_save"))
     .values(updated_at=Save.updated_at)
-    .returning(col(Save.last_message_id))
+    .returning(col(Save.last_message_id), col(Save.role_id), col(Save.scope_id))
 )
 """The save's no-op UPDATE (built once)."""
 
 
-def _lock_save(session: Session, save_id: int) -> int | None:
+def _lock_save(session: Session, save_id: int) -> tuple[int | None, int, str]:
     """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
-    returns the save's active leaf as it is under the lock."""
+    returns the save's active leaf as it is under the lock, its character and scope."""
     row = _LOCK_SAVE.first(session, {"p_save": save_id})
     if row is None:
         raise InputError(f"save {save_id!r} does not exist", field="save_id")
-    return row[0]
+    return row[0], row[1], row[2]
 
 
 _LINE_TABLE: Any = Line.__table__  # type: ignore[attr-defined]
@@ -203,7 +204,7 @@ def write_turn(
     if not users and not segments:
         raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
 
-    leaf = _lock_save(session, save_id)
+    leaf, save_role, save_scope = _lock_save(session, save_id)
     # Written before, by the lock's winner, or by a supersede (``flow.store.supersede_running``
     # keeps a superseded turn's user lines, outside any stage result): never twice.
     existing = _turn_lines(session, save_id, turn_id)
@@ -247,6 +248,20 @@ def write_turn(
             line["parent_line_id"] = parent
             line["id"] = parent = _LINE_INSERT.scalar(session, line)  # the next line's parent
         _SET_LEAF.rows(session, {"p_save": save_id, "p_leaf": parent, "p_at": stamp})
+    if users:  # a round: the retrieval unit of what was said (same transaction)
+        index_round(
+            session,
+            role_id=save_role,
+            scope_id=save_scope,
+            save_id=save_id,
+            turn_id=turn_id,
+            line_id=values[0]["id"],
+            at=values[0]["created_at"],
+            user_text="\n".join(u.content for u in users),
+            reply_text=" ".join(
+                f"{s.content} {s.action}".strip() if s.action else s.content for s in segments
+            ),
+        )
     # Detached, as if loaded (a later add() does not insert them again); built from their
     # columns, which costs a fifth of the ORM's constructor.
     new_lines = [detached(Line, [line[c] for c in _LINE_COLUMNS]) for line in values]

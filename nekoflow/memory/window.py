@@ -7,7 +7,7 @@ from typing import Any
 
 from nekoflow.memory.scoring import Scored, memory_line, prompt_line
 
-__all__ = ["line_text", "memory_block", "window"]
+__all__ = ["line_text", "memory_block", "round_line", "window"]
 
 
 def line_text(row: Any) -> str:
@@ -30,8 +30,20 @@ def window(rows: Sequence[Any], budget: int, count: Callable[[str], int]) -> lis
     return list(rows[start:])
 
 
-def memory_block(summaries: Sequence[tuple[str, str]], memories: Sequence[Scored]) -> str:
-    """The memories section: summaries of the past (oldest first), then retrieved memories."""
+def round_line(day: str, user: str, reply: str) -> str:
+    """A past round as one prompt line: its date, what the user said and the reply's start."""
+    text = f"- [{day} 对话] 用户: {user}"
+    return f"{text} / 回复: {reply}" if reply else text
+
+
+def memory_block(
+    summaries: Sequence[tuple[str, str]],
+    memories: Sequence[Scored],
+    rounds: Sequence[str] = (),
+) -> str:
+    """The memories section: summaries of the past (oldest first), retrieved memories, then
+    the relevant past rounds (already rendered by :func:`round_line`)."""
     lines = [memory_line("[往事]", text) for _, text in summaries]
     lines += [prompt_line(s.candidate) for s in memories]
+    lines += list(rounds)
     return "\n".join(lines)

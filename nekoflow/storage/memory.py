@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import event, inspect, text
+from sqlalchemy import Column, Integer, Text, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, SQLModel
+
+from nekoflow.storage.dialogue import UTCDateTime
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,33 @@ class MemoryTermStat(SQLModel, table=True):
     df: int = 0
 
 
+class MemoryRound(SQLModel, table=True):
+    """A past round of a conversation as a retrieval unit: the user's line(s) of a turn and the
+    reply, dated, indexed by the database's full text over ``terms`` (the user's words)."""
+
+    __tablename__: ClassVar[str] = "memory_round"  # type: ignore[misc]
+
+    id: int | None = Field(default=None, primary_key=True)
+    role_id: int = Field(foreign_key="role.id", ondelete="CASCADE")
+    scope_id: str = Field(max_length=512)
+    save_id: int = Field(foreign_key="save.id", ondelete="CASCADE")
+    turn_id: str = Field(max_length=128)
+    #: The round's first user line (rounds whose line is in the recent window are not repeated).
+    line_id: int
+    created_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    user_text: str = Field(default="", sa_type=Text)
+    reply_text: str = Field(default="", sa_type=Text)
+    #: The scope token, then the index terms of the user's words (``lexical.index_text``).
+    terms: str | None = Field(default=None, sa_type=Text)
+    #: 1 when a fact it stated was forgotten (``memory forget``): never retrieved again.
+    hidden: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
+
+
+def round_stats_key(scope_key: str) -> str:
+    """The term-statistics key of a scope's rounds (beside its memories' ``scope_key``)."""
+    return f"r{scope_key}"
+
+
 _SQLITE_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
     "terms, content='memory_record', content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
@@ -52,6 +82,26 @@ _SQLITE_DDL = (
     "SELECT 'delete', old.id, old.terms WHERE old.terms IS NOT NULL; "
     "INSERT INTO memory_fts(rowid, terms) SELECT new.id, new.terms WHERE new.terms IS NOT NULL; "
     "END",
+)
+_SQLITE_ROUND_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS round_fts USING fts5("
+    "terms, content='memory_round', content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+    "CREATE TRIGGER IF NOT EXISTS round_fts_ai AFTER INSERT ON memory_round "
+    "WHEN new.terms IS NOT NULL BEGIN "
+    "INSERT INTO round_fts(rowid, terms) VALUES (new.id, new.terms); END",
+    "CREATE TRIGGER IF NOT EXISTS round_fts_ad AFTER DELETE ON memory_round "
+    "WHEN old.terms IS NOT NULL BEGIN "
+    "INSERT INTO round_fts(round_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END",
+)
+_PG_ROUND_DDL = (
+    "ALTER TABLE memory_round ADD COLUMN IF NOT EXISTS terms_tsv tsvector GENERATED ALWAYS AS "
+    "(to_tsvector('simple', coalesce(terms, ''))) STORED",
+    "CREATE INDEX IF NOT EXISTS ix_round_terms_tsv ON memory_round USING gin (terms_tsv)",
+)
+_COMMON_ROUND_DDL = (
+    "CREATE INDEX IF NOT EXISTS ix_round_scope_time ON memory_round "
+    "(role_id, scope_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS ix_round_turn ON memory_round (role_id, scope_id, turn_id)",
 )
 _PG_DDL = (
     "ALTER TABLE memory_record ADD COLUMN IF NOT EXISTS terms_tsv tsvector GENERATED ALWAYS AS "
@@ -90,6 +140,16 @@ def _create(conn: Connection) -> bool:
     ddl = _SQLITE_DDL if dialect == "sqlite" else _PG_DDL if dialect == "postgresql" else ()
     for stmt in (*ddl, *_COMMON_DDL):
         conn.execute(text(stmt))
+    if "memory_round" in insp.get_table_names():
+        rounds = (
+            _SQLITE_ROUND_DDL
+            if dialect == "sqlite"
+            else _PG_ROUND_DDL
+            if dialect == "postgresql"
+            else ()
+        )
+        for stmt in (*rounds, *_COMMON_ROUND_DDL):
+            conn.execute(text(stmt))
     return True
 
 

@@ -499,7 +499,8 @@ def test_a_turns_lines_are_written_in_one_statement_whatever_their_number(
         )
         monkeypatch.undo()
         s.commit()
-    assert len(executed) == 3, executed  # lock, the turn's lines (none), the chain
+    # lock, the turn's lines (none), the chain, the round index (round + its term counts)
+    assert len(executed) == 4, executed
     ids = [x.id for x in lines]
     assert ids == sorted(ids) and len(set(ids)) == 6
     assert [x.parent_line_id for x in lines] == [first[-1].id, *ids[:-1]]
