@@ -5,6 +5,7 @@ is connected (the gateway's heartbeat key in Redis)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from nekoflow.doctor.probes import short
@@ -135,6 +136,27 @@ def onebot(settings: Settings, client: Any, onebot_settings: Any = None) -> list
     return out
 
 
+def _token_check(
+    name: str,
+    fetch: Callable[[], object],
+    refused: type[Exception],
+    what: str,
+    fix_refused: str,
+    url: str,
+    fix_unreachable: str,
+    issued: str,
+) -> Check:
+    """One bot's token request: issued, refused (the credentials) or unreachable (the URL)."""
+    try:
+        fetch()
+    except refused as exc:
+        reason = getattr(exc, "reason", type(exc).__name__)
+        return Check(name, False, f"{what} refused: {reason}", fix_refused)
+    except Exception as exc:
+        return Check(name, False, f"{url} unreachable ({short(exc)})", fix_unreachable)
+    return Check(name, True, issued)
+
+
 def qqbot(timeout: float) -> list[Check]:
     """An access token for every QQ official bot (app id + secret accepted)."""
     import httpx
@@ -145,32 +167,26 @@ def qqbot(timeout: float) -> list[Check]:
     settings, error = _load("qqbot", get_qqbot_settings)
     if error is not None:
         return [error]
-    out = []
     with httpx.Client(timeout=timeout) as http:
-        for bot in settings.bots:
-            name = f"qqbot {bot.name}"
-            try:
-                fetch_access_token(
-                    http, settings.token_url, bot.app_id, bot.secret.get_secret_value()
-                )
-            except QQBotError as exc:
-                fix = (
-                    "check NEKOFLOW_QQBOT_APP_ID and NEKOFLOW_QQBOT_SECRET (or NEKOFLOW_QQBOT_BOTS)"
-                )
-                out.append(Check(name, False, f"access token refused: {exc.reason}", fix))
-                continue
-            except Exception as exc:
-                out.append(
-                    Check(
-                        name,
-                        False,
-                        f"{settings.token_url} unreachable ({short(exc)})",
-                        "check NEKOFLOW_QQBOT_TOKEN_URL and the network",
-                    )
-                )
-                continue
-            out.append(Check(name, True, f"access token issued for app {bot.app_id} ({bot.mode})"))
-    return out
+        return [
+            _token_check(
+                f"qqbot {bot.name}",
+                partial(
+                    fetch_access_token,
+                    http,
+                    settings.token_url,
+                    bot.app_id,
+                    bot.secret.get_secret_value(),
+                ),
+                QQBotError,
+                "access token",
+                "check NEKOFLOW_QQBOT_APP_ID and NEKOFLOW_QQBOT_SECRET (or NEKOFLOW_QQBOT_BOTS)",
+                settings.token_url,
+                "check NEKOFLOW_QQBOT_TOKEN_URL and the network",
+                f"access token issued for app {bot.app_id} ({bot.mode})",
+            )
+            for bot in settings.bots
+        ]
 
 
 def feishu(timeout: float) -> list[Check]:
@@ -183,27 +199,23 @@ def feishu(timeout: float) -> list[Check]:
     settings, error = _load("feishu", get_feishu_settings)
     if error is not None:
         return [error]
-    out = []
     with httpx.Client(timeout=timeout) as http:
-        for app in settings.apps:
-            name = f"feishu {app.name}"
-            try:
-                fetch_tenant_token(
-                    http, settings.api_base_url, app.app_id, app.app_secret.get_secret_value()
-                )
-            except FeishuError as exc:
-                fix = "check NEKOFLOW_FEISHU_APP_ID and NEKOFLOW_FEISHU_APP_SECRET (or _APPS)"
-                out.append(Check(name, False, f"tenant token refused: {exc.reason}", fix))
-                continue
-            except Exception as exc:
-                out.append(
-                    Check(
-                        name,
-                        False,
-                        f"{settings.api_base_url} unreachable ({short(exc)})",
-                        "check NEKOFLOW_FEISHU_API_BASE_URL and the network",
-                    )
-                )
-                continue
-            out.append(Check(name, True, f"tenant token issued for app {app.app_id} ({app.mode})"))
-    return out
+        return [
+            _token_check(
+                f"feishu {app.name}",
+                partial(
+                    fetch_tenant_token,
+                    http,
+                    settings.api_base_url,
+                    app.app_id,
+                    app.app_secret.get_secret_value(),
+                ),
+                FeishuError,
+                "tenant token",
+                "check NEKOFLOW_FEISHU_APP_ID and NEKOFLOW_FEISHU_APP_SECRET (or _APPS)",
+                settings.api_base_url,
+                "check NEKOFLOW_FEISHU_API_BASE_URL and the network",
+                f"tenant token issued for app {app.app_id} ({app.mode})",
+            )
+            for app in settings.apps
+        ]
