@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 from nekoflow.flow.policy import FlowConfig, FlowPolicy, OnBusy
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun
+from tests.conftest import DB_BACKENDS
 from tests.platforms.telegram.conftest import tg_update
 from tests.platforms.telegram.fake_botapi import FakeBotApi
 
@@ -224,11 +225,12 @@ def _pg_waiters(conn, sql: str, params: dict[str, Any]) -> int:
     return int(conn.execute(text(sql), params).scalar() or 0)
 
 
+# Holds the dispatch stage open with a PostgreSQL table lock: it runs on PostgreSQL only (SQLite
+# has one writer at a time, so a claim and an insert never interleave there).
+@pytest.mark.parametrize("db_url", [b for b in DB_BACKENDS if b == "postgres"], indirect=True)
 def test_interrupt_catches_a_message_during_the_claim(
     live, workers, tg, bot_api: FakeBotApi, tmp_path, sweep_clock
 ) -> None:
-    if live.engine.dialect.name != "postgresql":
-        pytest.skip("holds the dispatch stage open with a PostgreSQL table lock")
     from tasks import enqueue_turn
 
     env = configure(live, tmp_path, "on_busy = interrupt\n", on_busy=OnBusy.interrupt)
