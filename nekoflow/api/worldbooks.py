@@ -114,13 +114,14 @@ class TestMatchResult(TestMatchResponse):
 
 def _scope_view(state: ApiState, scope_id: str, character: str | None) -> ScopeView:
     """What the scope's next turn scans (:mod:`nekoflow.turns.lore_preview`); ``character`` is
-    an id or a name (else the scope's latest turn's character)."""
+    a character's id or name (else the scope's latest turn's character); a name that is no
+    character (books may be bound to any name) scans no history."""
     role_id: int | None = None
     if character:
         with Session(state.engine) as s:
             role = resolve_role(s, character)
-        if role is None or role.id is None:
-            raise ApiError(422, f"character_id: no character {character!r}", field="character_id")
+        if role is None or role.id is None:  # a name books are bound to, not a character:
+            return ScopeView(role_id=None, role_name="", messages=[])  # no history to scan
         role_id = role.id
     try:
         return scope_view(
