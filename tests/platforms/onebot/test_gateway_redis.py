@@ -143,12 +143,12 @@ def test_redis_down_stops_accepting_and_the_event_is_stored_when_back(
         out = proc.output()
         assert "NEKOFLOW_REDIS_URL: cannot reach Redis" in out
         assert len(_turns(db_file, 7001)) == 1
+        connects = fake.connects  # refused handshakes while Redis is down do not count
 
         private_redis.start()  # back, empty
         wait_until(
             lambda: len(_turns(db_file, 7001)) == 2, 60, "the held event stored", proc.output
         )
-        connects = fake.connects
         wait_until(lambda: fake.connects > connects, 60, "the bot accepted again", proc.output)
         fake.send_event(private_event(7001, "又好了"))
         wait_until(lambda: len(_turns(db_file, 7001)) == 3, 60, "the third turn", proc.output)
