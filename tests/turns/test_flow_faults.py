@@ -16,6 +16,7 @@ from nekoflow.flow.policy import FlowConfig, FlowPolicy, OnBusy
 from nekoflow.storage.dialogue import Line
 from nekoflow.storage.turns import FINISHED, STAGES, DeltaLedger, TurnRun
 from tasks import enqueue_turn
+from tests.conftest import production_db_only
 
 from .conftest import REPO, wait_for
 
@@ -48,6 +49,7 @@ def check_every_message_once(engine, texts: list[str], scopes: set[str]) -> list
     return list(runs)
 
 
+@production_db_only
 def test_sigkill_at_every_stage_during_merge_and_interrupt(
     live, workers, redis_client: redis.Redis, tmp_path
 ) -> None:

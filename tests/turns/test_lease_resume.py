@@ -11,6 +11,7 @@ import pytest
 from nekoflow.settings import Settings
 from nekoflow.turns import store
 from tasks import enqueue_turn
+from tests.conftest import production_db_only
 
 from .conftest import wait_for
 from .llm_server import FakeLLM, completion
@@ -52,6 +53,7 @@ def test_the_turn_lease_defaults_to_at_most_30_seconds_and_allows_a_longer_llm_t
     assert Settings(database_url="sqlite:///x.db", llm_timeout=120).llm_timeout == 120
 
 
+@production_db_only
 def test_a_sigkilled_workers_turn_resumes_with_the_default_lease_and_sweep(live, workers) -> None:
     release = threading.Event()
     with FakeLLM(held_first_call(release)) as llm:
@@ -77,6 +79,7 @@ def test_a_sigkilled_workers_turn_resumes_with_the_default_lease_and_sweep(live,
             release.set()
 
 
+@production_db_only
 def test_a_model_call_longer_than_the_turn_lease_is_never_re_published(live, workers) -> None:
     release = threading.Event()
     lease, interval = 6.0, 0.5  # the LLM lease: 3 s, renewed every second
