@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -23,6 +24,7 @@ from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 
 PG_URL = os.environ.get("NEKOFLOW_TEST_DATABASE_URL")
+ROOT = Path(__file__).resolve().parents[1]
 
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 """``gw0``, ``gw1``, … when the suite runs in parallel (``pytest -n N``), else empty."""
@@ -88,7 +90,41 @@ def _drop_pg_schema(schema: str) -> None:
     admin.dispose()
 
 
-@pytest.fixture(params=DB_BACKENDS)
+SQLITE_WORKER_MODULES = {
+    "tests/turns/test_workers.py",
+    "tests/turns/test_guarantees.py",
+    "tests/turns/test_flow.py",
+    "tests/turns/test_flow_races.py",
+    "tests/turns/test_hardening.py",
+    "tests/turns/test_stated_facts.py",
+}
+"""The real-worker tests that also run on SQLite: the pipeline's own guarantees, where SQLite's
+locking differs. Every other test with real workers (platforms, metrics, the API's streams…)
+runs on PostgreSQL alone when it is configured: the database is not its point, and each
+doubles the suite's slowest part."""
+
+
+def _parametrized_by_hand(metafunc: pytest.Metafunc) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        if "db_url" in (names.split(",") if isinstance(names, str) else names):
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test using ``db_url`` runs once per backend (PostgreSQL alone for most real-worker
+    tests, see SQLITE_WORKER_MODULES), unless it parametrizes ``db_url`` itself."""
+    if "db_url" not in metafunc.fixturenames or _parametrized_by_hand(metafunc):
+        return
+    backends = DB_BACKENDS
+    module = Path(metafunc.definition.path).relative_to(ROOT).as_posix()
+    if {"workers", "live"} & set(metafunc.fixturenames) and module not in SQLITE_WORKER_MODULES:
+        backends = DB_BACKENDS[-1:]
+    metafunc.parametrize("db_url", backends, indirect=True)
+
+
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     """A database URL for one test, empty, on each configured backend."""
     if request.param == "sqlite":
