@@ -292,6 +292,10 @@ def _param_row(param: Any) -> str:
         names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
         kind = "flag" if getattr(param, "is_flag", False) else "option"
     help_text = getattr(param, "help", None) or ""
+    envvars = param.envvar if isinstance(param.envvar, (list, tuple)) else [param.envvar]
+    envvars = [e for e in envvars if e and e not in help_text]
+    if envvars:
+        help_text += " (environment: " + ", ".join(f"`{e}`" for e in envvars) + ")"
     default = param.default
     flag = getattr(param, "is_flag", False)
     if callable(default) or default in (None, (), []) or (flag and default is False):
