@@ -99,3 +99,50 @@ def test_every_worker_command_names_real_queues() -> None:
             if set(named.split(",")) - queues:
                 wrong.append(f"{page.relative_to(REPO)}: -Q {named}")
     assert wrong == []
+
+
+def _variables_read() -> set[str]:
+    """Every ``NEKOFLOW_*`` variable something reads: the settings classes' fields, the CLI's
+    option variables, and the names the code, the CI script and the test suite spell out."""
+    import importlib.util
+    import sys
+
+    import typer
+
+    from nekoflow.cli import app
+
+    path = REPO / "docs" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", path)
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_reference", gen)
+    spec.loader.exec_module(gen)
+    known: set[str] = set()
+    for module_name, class_name in gen.settings_classes():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        for name, field in cls.model_fields.items():
+            known |= set(gen._env_names(cls, name, field))
+    root = typer.main.get_command(app)
+    for _, command, ctx in gen._walk(root, root.context_class(root, info_name="nekoflow"), []):
+        for param in command.get_params(ctx):
+            envvar = param.envvar
+            known |= {e for e in (envvar if isinstance(envvar, list | tuple) else [envvar]) if e}
+    sources = [*(REPO / "nekoflow").rglob("*.py"), *(REPO / "tasks").rglob("*.py")]
+    sources += [REPO / "celeryconfig.py", REPO / ".ci" / "run", REPO / "tests" / "conftest.py"]
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        known |= set(re.findall(r"(?:[\"']|\$\{)(NEKOFLOW_[A-Z0-9_]+)[\"':}]", text))
+    return known
+
+
+def test_every_variable_the_docs_name_is_read() -> None:
+    """A ``NEKOFLOW_*`` variable the README, the docs or the compose file tell an operator to set
+    is one nekoflow reads (a misspelt one would be ignored without a word). Names ending in
+    ``_`` or ``_*`` stand for a family and are not checked."""
+    known = _variables_read()
+    wrong = []
+    for page in [*PAGES, REPO / "docker-compose.yml"]:
+        for name in set(re.findall(r"NEKOFLOW_[A-Z0-9_]+", page.read_text("utf-8"))):
+            if not name.endswith("_") and name not in known:
+                wrong.append(f"{page.relative_to(REPO)}: {name}")
+    assert sorted(wrong) == []
