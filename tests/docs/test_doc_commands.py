@@ -146,3 +146,24 @@ def test_every_variable_the_docs_name_is_read() -> None:
             if not name.endswith("_") and name not in known:
                 wrong.append(f"{page.relative_to(REPO)}: {name}")
     assert sorted(wrong) == []
+
+
+def test_every_repository_path_and_compose_profile_the_docs_name_exists() -> None:
+    """``bench/…``, ``monitoring/…``, ``examples/…``, ``tests/…`` … that a page tells the reader to
+    run or open exist, and every ``docker compose --profile X`` names a profile of the compose
+    file (placeholders such as ``nekoflow/platforms/<name>/`` are not checked)."""
+    import yaml
+
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+    profiles = {p for s in compose["services"].values() for p in s.get("profiles", [])}
+    prefix = r"(?:bench|monitoring|examples|tests|nekoflow|docs|\.ci|tasks)"
+    wrong = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for path in re.findall(rf"(?<![\w/.:-])({prefix}/[\w./<>{{}}-]*\w)", text):
+            if not re.search(r"[<{]", path) and not (REPO / path).exists():
+                wrong.append(f"{page.relative_to(REPO)}: {path}")
+        for profile in re.findall(r"--profile (\w+)", text):
+            if profile not in profiles:
+                wrong.append(f"{page.relative_to(REPO)}: profile {profile}")
+    assert wrong == []
