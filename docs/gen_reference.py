@@ -5,6 +5,8 @@ OpenAPI schema (``docs/reference/api.md``).
     python docs/gen_reference.py           # regenerate the three pages
     python docs/gen_reference.py --check   # exit 1 when a committed page differs from the code
 
+Both exit 1, naming them, when a setting (or a key of a JSON setting's items) has no meaning.
+
 Meanings come from the source itself: a field's ``Field(description=…)``, else the ``#:`` comment
 block right above it (or a plain ``#`` comment block of more than a section title). Nothing here
 is written by hand: change the code's comments, then run this script.
@@ -25,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
@@ -151,8 +155,8 @@ def _default(field: Any) -> str:
             value = field.default_factory()
         except TypeError:  # a factory that takes the validated data
             value = None
-        if isinstance(value, (list, dict, tuple)) and not value:
-            return f"`{json.dumps(value)}`"
+        if isinstance(value, (list, dict, tuple)):
+            return f"`{json.dumps(value, ensure_ascii=False)}`"
         doc = inspect.getdoc(field.default_factory)
         return f"computed: {doc}" if doc else f"computed by `{field.default_factory.__name__}()`"
     if field.is_required():
@@ -188,8 +192,47 @@ def _env_names(cls: type, name: str, field: Any) -> list[str]:
     return [f"{prefix}{name}".upper()]
 
 
-def render_settings() -> str:
-    """``docs/reference/settings.md``: one table per settings class."""
+def _nested_models(annotation: Any) -> list[type]:
+    """The pydantic models a field's JSON value is made of (``list[OneBotBot]`` → OneBotBot)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type] = []
+    for arg in get_args(annotation):
+        found += [m for m in _nested_models(arg) if m not in found]
+    return found
+
+
+def _rows(cls: type, names: Any, missing: list[str], label: str) -> list[str]:
+    """Table rows of ``cls``'s fields (``names(name, field)`` gives the first cell); fields
+    without a meaning are added to ``missing`` as ``label.field``."""
+    docs = field_docs(cls)
+    section = None
+    rows: list[str] = []
+    for name, field in cls.model_fields.items():
+        doc = docs.get(name, FieldDoc("", ""))
+        if doc.section != section and doc.section:
+            rows.append(f"| **{_cell(doc.section)}** | | | |\n")
+        section = doc.section
+        meaning = field.description or doc.comment or ""
+        if not meaning:
+            missing.append(f"{label}.{name}")
+        valid = [_type_name(field.annotation)]
+        choices = _literal_choices(field.annotation)
+        if choices:
+            valid = ["one of " + ", ".join(f"`{c}`" for c in choices)]
+        valid += _bounds(field.metadata)
+        rows.append(
+            f"| {names(name, field)} | {_cell(_default(field))} | {_cell(', '.join(valid))} "
+            f"| {_cell(meaning)} |\n"
+        )
+    return rows
+
+
+def render_settings(missing: list[str] | None = None) -> str:
+    """``docs/reference/settings.md``: one table per settings class, then one per model its
+    JSON settings are made of (the keys of a ``*_BOTS`` entry). Fields without a meaning are
+    appended to ``missing``."""
+    missing = [] if missing is None else missing
     out = [HEADER, "# Settings reference\n\n"]
     out.append(
         "Every setting is an environment variable, read once per process. A bad value stops "
@@ -198,32 +241,30 @@ def render_settings() -> str:
     )
     for module_name, class_name in settings_classes():
         cls = getattr(importlib.import_module(module_name), class_name)
-        docs = field_docs(cls)
         prefix = cls.model_config.get("env_prefix", "")
         summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         out.append(f"## {class_name}\n\n`{module_name}.{class_name}` — {summary}")
         out.append(f" Prefix `{prefix}`.\n\n" if prefix else "\n\n")
-        section = None
-        rows: list[str] = []
-        for name, field in cls.model_fields.items():
-            doc = docs.get(name, FieldDoc("", ""))
-            if doc.section != section and doc.section:
-                rows.append(f"| **{_cell(doc.section)}** | | | |\n")
-            section = doc.section
-            meaning = field.description or doc.comment or ""
-            valid = [_type_name(field.annotation)]
-            choices = _literal_choices(field.annotation)
-            if choices:
-                valid = ["one of " + ", ".join(f"`{c}`" for c in choices)]
-            valid += _bounds(field.metadata)
-            env = "<br>".join(f"`{n}`" for n in _env_names(cls, name, field))
-            rows.append(
-                f"| {env} | {_cell(_default(field))} | {_cell(', '.join(valid))} "
-                f"| {_cell(meaning)} |\n"
-            )
         out.append("| variable | default | valid values | meaning |\n|---|---|---|---|\n")
-        out.extend(rows)
+        out.extend(
+            _rows(
+                cls,
+                lambda name, field, cls=cls: "<br>".join(
+                    f"`{n}`" for n in _env_names(cls, name, field)
+                ),
+                missing,
+                class_name,
+            )
+        )
         out.append("\n")
+        for name, field in cls.model_fields.items():
+            for model in _nested_models(field.annotation):
+                env = _env_names(cls, name, field)[0]
+                summary = (inspect.getdoc(model) or "").split("\n\n")[0].replace("\n", " ")
+                out.append(f"### {model.__name__} (in `{env}`)\n\n{summary}\n\n")
+                out.append("| key | default | valid values | meaning |\n|---|---|---|---|\n")
+                out.extend(_rows(model, lambda n, f: f"`{n}`", missing, model.__name__))
+                out.append("\n")
     return "".join(out).rstrip() + "\n"
 
 
@@ -251,6 +292,10 @@ def _param_row(param: Any) -> str:
         names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
         kind = "flag" if getattr(param, "is_flag", False) else "option"
     help_text = getattr(param, "help", None) or ""
+    envvars = param.envvar if isinstance(param.envvar, (list, tuple)) else [param.envvar]
+    envvars = [e for e in envvars if e and e not in help_text]
+    if envvars:
+        help_text += " (environment: " + ", ".join(f"`{e}`" for e in envvars) + ")"
     default = param.default
     flag = getattr(param, "is_flag", False)
     if callable(default) or default in (None, (), []) or (flag and default is False):
@@ -405,9 +450,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("COLUMNS", "100")
     stale = []
+    missing: list[str] = []
     for name, render in PAGES.items():
         path = REFERENCE / name
-        text = render()
+        text = render_settings(missing) if render is render_settings else render()
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         if args.check:
             if current != text:
@@ -421,13 +467,19 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             print(f"wrote docs/reference/{name}")
+    if missing:
+        print(
+            "settings without a meaning (add a `#:` comment or Field(description=…) above each): "
+            + ", ".join(missing),
+            file=sys.stderr,
+        )
     if stale:
         print(
             f"out of date: {', '.join(stale)} — run `python docs/gen_reference.py` and commit",
             file=sys.stderr,
         )
         return 1
-    return 0
+    return 1 if missing else 0
 
 
 if __name__ == "__main__":

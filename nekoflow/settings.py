@@ -1,6 +1,7 @@
 """All runtime settings in one place, read from ``NEKOFLOW_*`` environment variables.
 
-Every setting is documented in the README's "Configuration" table; keep the two in step.
+Each field says what it is for in a ``#:`` comment above it: ``docs/gen_reference.py`` turns
+those into the settings reference (docs/reference/settings.md), and CI fails when one is missing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def _check_port(url: str) -> None:
 
 
 def _default_database_url() -> str:
+    """``nekoflow.db`` in the current directory (``sqlite:///<cwd>/nekoflow.db``)."""
     return f"sqlite:///{Path.cwd() / 'nekoflow.db'}"
 
 
@@ -38,7 +40,10 @@ class Settings(BaseSettings):
     )
 
     # storage
+    #: The system of record: ``sqlite:///path/to/nekoflow.db`` or ``postgresql://user@host:5432/db``
+    #: (psycopg 3). Every process of a deployment must use the same one.
     database_url: str = Field(default_factory=_default_database_url)
+    #: Log every SQL statement (debugging only: statements may quote users).
     database_echo: bool = False
     #: PostgreSQL: commit the results of the intermediate stages (dispatch … review) without
     #: waiting for the WAL flush. A server crash may then lose the last fraction of a second of
@@ -48,27 +53,49 @@ class Settings(BaseSettings):
     #: PostgreSQL connections each process keeps open, and how many more it may open at a peak
     #: (an ``llm`` worker with ``-P threads -c 64`` shares one pool among its threads).
     database_pool_size: int = Field(default=5, ge=1)
+    #: Extra PostgreSQL connections a process may open above ``database_pool_size`` at a peak.
     database_max_overflow: int = Field(default=10, ge=0)
 
     # redis / celery
+    #: Redis for cooldowns, AutoState, the event bus, streaming and leases; also the Celery
+    #: broker and result backend unless those are set (``redis://``, ``rediss://``, ``unix://``).
     redis_url: str = "redis://127.0.0.1:6379/0"
+    #: Prefix of every Redis key and pub/sub channel (several deployments can share one Redis).
     redis_prefix: str = "nekoflow"
+    #: Celery broker (``redis://…``, ``amqp://…`` for RabbitMQ). Unset: ``redis_url``. The
+    #: embedded ``nekoflow demo`` / ``turn`` run in process unless it is set.
     broker_url: str | None = None
+    #: Celery result backend URL. Unset: ``redis_url``.
     result_backend: str | None = None
+    #: Seconds before a Redis broker redelivers a message that was taken but never
+    #: acknowledged (a killed worker's).
     broker_visibility_timeout: int = Field(default=3600, gt=0)
 
     # LLM
     #: "scripted" (offline canned replies) or "openai" (any OpenAI-compatible server). Unset:
     #: inferred by :attr:`effective_llm_provider` (openai when a base URL or an API key is set).
     llm_provider: Literal["scripted", "openai"] | None = None
+    #: The OpenAI-compatible server, ``http(s)://…/v1`` (DeepSeek, Ollama, vLLM, llama.cpp …).
+    #: Unset: the official OpenAI endpoint when an API key is set.
     llm_base_url: str | None = None
+    #: Model name sent to the server (``model`` of the chat completion request).
     llm_model: str = "gpt-4o-mini"
+    #: Bearer key of the model server (never logged; ``OPENAI_API_KEY`` is not read).
     llm_api_key: SecretStr | None = None
+    #: Seconds a whole model call may take before it fails as a timeout (then retried).
     llm_timeout: float = Field(default=60.0, gt=0)
+    #: Seconds to open the connection to the model server.
     llm_connect_timeout: float = Field(default=5.0, gt=0)
+    #: Sampling temperature of replies, 0–2. Set it empty (``NEKOFLOW_LLM_TEMPERATURE=``) to send
+    #: none: reasoning models refuse one.
     llm_temperature: float | None = Field(default=0.8, ge=0, le=2)
+    #: Cap on completion tokens per reply. Unset: the server's own limit.
     llm_max_tokens: int | None = Field(default=None, gt=0)
+    #: Attempts of a model call on retryable failures (429, 5xx, timeouts, lost connections);
+    #: the SDK's own retries are off.
     llm_max_attempts: int = Field(default=4, ge=1)
+    #: Exponential backoff with jitter between model call attempts, in seconds: the first
+    #: wait (``llm_backoff_base``) and the longest (``llm_backoff_max``).
     llm_backoff_base: float = Field(default=1.0, ge=0)
     llm_backoff_max: float = Field(default=30.0, ge=0)
     #: How long a claim on a turn's LLM call lasts without renewal (renewed every third of it
@@ -88,37 +115,60 @@ class Settings(BaseSettings):
     llm_prices: dict[str, Price] = Field(default_factory=dict)
 
     # review
+    #: How a reply is reviewed: "rule" (keyword rules, no model call) or "llm" (the model
+    #: scores it; falls back to the rules on any failure).
     review_mode: Literal["rule", "llm"] = "rule"
     # "auto": Redis whenever Redis is configured (NEKOFLOW_REDIS_URL set, or a Redis broker),
     # so every worker process shares them; in-process only for the embedded demo and tests.
     event_bus: Literal["auto", "memory", "redis"] = "auto"
+    #: Where LLM review quality scores (AutoState) are cached: "redis", "memory" (one
+    #: process) or "auto" (Redis whenever Redis is configured).
     autostate_backend: Literal["auto", "memory", "redis"] = "auto"
+    #: Seconds a cached AutoState quality score lives (default one week).
     autostate_ttl_seconds: int = Field(default=7 * 24 * 3600, gt=0)
     # bulk re-review: LLM-mode calls per second across all workers (shared through Redis)
     rereview_llm_rate_per_second: float = Field(default=2.0, gt=0)
 
     # channels
+    #: Path of the channels' ``config.ini`` (``[character_runtime]`` sections, conversation
+    #: flow); re-read when it changes. A missing file means the built-in defaults.
     runtime_config_path: str = "config.ini"
+    #: Per channel options of its adapter (JSON), e.g. ``{"qq": {"bot_uin": 10001}}``.
     adapter_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # turn pipeline
+    #: Where world-book cooldowns and timed effects live: "redis", "memory" (one process)
+    #: or "auto" (Redis whenever Redis is configured).
     cooldown_backend: Literal["auto", "memory", "redis"] = "auto"
     #: A turn (or its delivery) untouched this long is re-published by the sweeper: its worker
     #: died. Everything that works on a turn beats every third of it (the model call included,
     #: however long), so it bounds how long a SIGKILLed worker's turn waits, not the call.
     turn_lease_seconds: float = Field(default=20.0, gt=0)
+    #: Attempts of a turn stage that hit an unexpected error (a database hiccup) before
+    #: the turn fails with the failure reply.
     stage_max_attempts: int = Field(default=5, ge=1)
+    #: Seconds between runs of the sweeper (Celery beat's ``nekoflow.sweep``), which
+    #: re-publishes stalled turns; also how stale beat's heartbeat may be for ``doctor``.
     sweep_interval_seconds: float = Field(default=5.0, gt=0)
+    #: Dialogue lines of history (newest first) loaded for a turn's prompt and lore scan.
     history_limit: int = Field(default=200, ge=1)
+    #: Recent assistant messages the world book's ``assistant_recent`` source scans (and
+    #: the LLM review and re-review read).
     recent_message_limit: int = Field(default=6, ge=0)
+    #: Unused since long-term memory (its budgets are tokens: ``NEKOFLOW_MEMORY_*``); kept
+    #: so existing environments still parse.
     memory_prompt_chars: int = Field(default=1200, ge=0)
+    #: Days a short-term memory (from review) lives before it expires.
     memory_short_ttl_days: float = Field(default=7.0, gt=0)
+    #: Days a long-term memory (from review) lives before it expires.
     memory_long_ttl_days: float = Field(default=180.0, gt=0)
+    #: What the character answers when a turn fails for good (text, sent through the channel).
     failure_reply: str = "抱歉,我刚刚走神了,能再说一遍吗?"
 
     # world-book (lore) budgets of a turn
     #: The model's context window in tokens; lore gets ``lore_budget_share`` of it.
     llm_context_window: int = Field(default=8192, gt=0)
+    #: Share (0–1] of ``llm_context_window`` world-book lore may fill (SillyTavern: 25%).
     lore_budget_share: float = Field(default=0.25, gt=0, le=1)
     #: The most entries a turn injects from the seed's own world books (the SPEC's cap of 8);
     #: imported SillyTavern books follow the token budget alone, as SillyTavern does.
@@ -165,6 +215,12 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_provider_is_unset(cls, value: Any) -> Any:
         # NEKOFLOW_LLM_PROVIDER= (compose's ${VAR:-}) means "not chosen": infer it.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("llm_temperature", "llm_max_tokens", mode="before")
+    @classmethod
+    def _blank_is_not_sent(cls, value: Any) -> Any:
+        # NEKOFLOW_LLM_TEMPERATURE= means "send none" (reasoning models refuse a temperature).
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("database_url")

@@ -13,7 +13,9 @@ class RateOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: Messages allowed per ``period``.
     count: int = Field(ge=1)
+    #: Length of the window in seconds.
     period: float = Field(gt=0)
 
 
@@ -28,6 +30,7 @@ class DeliverySettings(BaseSettings):
     max_attempts: int = Field(default=8, ge=1)
     #: Exponential backoff with jitter between attempts when the platform gives no retry_after.
     backoff_base: float = Field(default=1.0, ge=0)
+    #: The longest wait between attempts, in seconds.
     backoff_max: float = Field(default=60.0, ge=0)
     #: A send still in flight after this many seconds belongs to a dead worker.
     lease_seconds: float = Field(default=30.0, gt=0)

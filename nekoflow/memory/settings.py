@@ -27,8 +27,12 @@ class MemorySettings(BaseSettings):
     #: Relevance outweighs importance + recency together, so an old, relevant fact beats a
     #: recent, important but unrelated one (both min-max normalised over the candidates).
     w_relevance: float = Field(default=3.0, ge=0)
+    #: Weight of a memory's importance (from review) in the retrieval score.
     w_importance: float = Field(default=1.0, ge=0)
+    #: Weight of recency (``decay_per_hour`` ** hours since the memory was last used).
     w_recency: float = Field(default=1.0, ge=0)
+    #: Recency factor per hour since a memory was last used, in (0, 1]: 0.995 halves it in
+    #: about six days; 1 turns recency off.
     decay_per_hour: float = Field(default=0.995, gt=0, le=1)
     #: Memories read from the full-text index per turn before scoring.
     candidates: int = Field(default=40, ge=1)
@@ -46,8 +50,11 @@ class MemorySettings(BaseSettings):
     summary_every_turns: int = Field(default=5, ge=1)
     #: Optional OpenAI-compatible embeddings endpoint (``…/v1``); unset = lexical only.
     embeddings_base_url: str | None = None
+    #: Embeddings model name sent to ``embeddings_base_url``.
     embeddings_model: str = "text-embedding-3-small"
+    #: Bearer key of the embeddings endpoint (never logged).
     embeddings_api_key: SecretStr | None = None
+    #: Seconds an embeddings call of the background indexing may take.
     embeddings_timeout: float = Field(default=10.0, gt=0)
     #: Ask the endpoint for vectors of this many dimensions (``text-embedding-3-*`` support it);
     #: fewer dimensions make retrieval faster. Unset: the model's own size.

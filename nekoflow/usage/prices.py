@@ -12,7 +12,9 @@ class Price(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: Price per million prompt (input) tokens.
     prompt: float = Field(ge=0)
+    #: Price per million completion (output) tokens.
     completion: float = Field(ge=0)
 
 

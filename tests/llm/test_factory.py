@@ -54,3 +54,13 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     model = make_chat_model(Settings())
     assert isinstance(model, OpenAIChatModel)
     assert (model.model, model.connect_timeout) == ("Qwen/Qwen2.5-7B-Instruct", 2.5)
+
+
+def test_a_blank_temperature_sends_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NEKOFLOW_LLM_TEMPERATURE=`` (reasoning models refuse one) and a blank max tokens."""
+    monkeypatch.setenv("NEKOFLOW_LLM_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("NEKOFLOW_LLM_TEMPERATURE", "")
+    monkeypatch.setenv("NEKOFLOW_LLM_MAX_TOKENS", " ")
+    model = make_chat_model(Settings())
+    assert isinstance(model, OpenAIChatModel)
+    assert (model.temperature, model.max_tokens) == (None, None)

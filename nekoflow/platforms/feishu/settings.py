@@ -40,8 +40,12 @@ class FeishuApp(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
+    #: This app's name in nekoflow: its event URL ``{event_path}/{name}`` and ``--app``;
+    #: 1-64 letters, digits, ``_``, ``-`` or ``.``.
     name: str = "default"
+    #: The app's App ID (``cli_…``, console → 凭证与基础信息).
     app_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    #: The app's App Secret (console → 凭证与基础信息): fetches tenant access tokens.
     app_secret: SecretStr
     #: Console → 事件与回调 → Verification Token: every event must carry it.
     verification_token: SecretStr
@@ -84,22 +88,35 @@ class FeishuSettings(BaseSettings):
 
     #: Open API base URL (Lark international: ``https://open.larksuite.com``).
     api_base_url: str = "https://open.feishu.cn"
+    #: Several apps: a JSON list of app objects (keys below); the shorthands add one more.
     apps: list[FeishuApp] = Field(default_factory=list)
     # single-app shorthands
+    #: Single app: its App ID (then ``app_secret`` is required too).
     app_id: str | None = None
+    #: Single app: its App Secret.
     app_secret: SecretStr | None = None
+    #: Single app: its Verification Token (required in ``webhook`` mode).
     verification_token: SecretStr | None = None
+    #: Single app: its Encrypt Key (events encrypted and signed); unset = plain events.
     encrypt_key: SecretStr | None = None
+    #: Single app: the bot's open_id; unset = fetched from the bot info API.
     bot_open_id: str | None = None
+    #: Single app: ``text``, rich-text ``post`` or ``auto`` (``post`` when the channel renders
+    #: Markdown).
     reply_format: Literal["auto", "text", "post"] = "auto"
+    #: Single app: ``webhook`` (HTTP events) or ``long_connection`` (``nekoflow gateway feishu``).
     mode: Mode = "webhook"
+    #: Single app: its name in nekoflow (event URL ``{event_path}/{app_name}``).
     app_name: str = "default"
     #: Where the API app listens for events: ``{event_path}/{app name}``.
     event_path: str = "/webhooks/feishu"
     #: Refuse signed events whose timestamp is further than this from now (replays).
     max_clock_skew_seconds: float = Field(default=300.0, gt=0)
+    #: Refresh a tenant access token this many seconds before it expires.
     token_margin_seconds: float = Field(default=300.0, ge=0)
+    #: Seconds an Open API call may take.
     timeout: float = Field(default=15.0, gt=0)
+    #: Seconds to connect to the Open API.
     connect_timeout: float = Field(default=5.0, gt=0)
 
     @field_validator(

@@ -42,12 +42,16 @@ class OneBotBot(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
+    #: The bot's QQ number (digits); events and replies are routed by it.
     self_id: str
+    #: ``ws``: the bot connects to ``nekoflow gateway onebot``; ``http``: events are POSTed to the
+    #: API and replies go through ``http_api_url``.
     mode: Literal["ws", "http"] = "ws"
     #: Reverse WS / HTTP API bearer token (falls back to ``NEKOFLOW_ONEBOT_ACCESS_TOKEN``).
     access_token: SecretStr | None = None
     #: ``http`` mode: the implementation's HTTP API (``POST {url}/send_msg``).
     http_api_url: str | None = None
+    #: ``http`` mode: bearer token of that HTTP API (falls back to ``access_token``).
     http_api_token: SecretStr | None = None
     #: ``http`` mode: HMAC-SHA1 secret of ``X-Signature`` on POSTed events.
     secret: SecretStr | None = None
@@ -76,9 +80,12 @@ class OneBotSettings(BaseSettings):
         env_prefix="NEKOFLOW_ONEBOT_", env_file=None, extra="ignore", hide_input_in_errors=True
     )
 
+    #: Several bots: a JSON list of bot objects (keys below); ``self_id`` adds one more.
     bots: list[OneBotBot] = Field(default_factory=list)
     # single-bot shorthand
+    #: Single bot: its QQ number (its tokens, URL and secret come from the settings below).
     self_id: str | None = None
+    #: Single bot: ``ws`` (reverse WebSocket, NapCat's usual set-up) or ``http`` (POSTed events).
     mode: Literal["ws", "http"] = "ws"
     #: Reverse WebSocket server of ``nekoflow gateway onebot`` (NapCat connects to it).
     ws_host: str = "127.0.0.1"
@@ -88,6 +95,7 @@ class OneBotSettings(BaseSettings):
     access_token: SecretStr | None = None
     #: The implementation's HTTP API (``http`` mode).
     http_api_url: str | None = None
+    #: Bearer token of that HTTP API (falls back to ``access_token``).
     http_api_token: SecretStr | None = None
     #: Where the API app receives POSTed events: ``{event_path}`` (self id from ``X-Self-ID``).
     event_path: str = "/webhooks/onebot"
@@ -95,7 +103,9 @@ class OneBotSettings(BaseSettings):
     secret: SecretStr | None = None
     #: Shorthand bot: ``http`` mode without a secret is accepted only with this set (see above).
     allow_unsigned: bool = False
+    #: Seconds an HTTP API call (``http`` mode) may take.
     timeout: float = Field(default=10.0, gt=0)
+    #: Seconds to connect to the HTTP API (``http`` mode).
     connect_timeout: float = Field(default=5.0, gt=0)
     #: Seconds the gateway waits for an action's echo before dropping the connection.
     echo_timeout: float = Field(default=30.0, gt=0)

@@ -27,13 +27,18 @@ class QQBot(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
+    #: This bot's name in nekoflow: its callback URL ``{webhook_path}/{name}`` and ``--bot``;
+    #: 1-64 letters, digits, ``_``, ``-`` or ``.``.
     name: str = "default"
+    #: The bot's AppID (console → 开发设置).
     app_id: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z_-]+$")
     #: The bot's AppSecret (console → 开发设置): signs webhooks and fetches access tokens.
     secret: SecretStr
     #: ``webhook`` (QQ calls the API app) or ``gateway`` (``nekoflow gateway qqbot`` holds a
     #: WebSocket session).
     mode: Literal["webhook", "gateway"] = "webhook"
+    #: Gateway mode: the intents bit mask subscribed to (default: group and C2C, guild DMs,
+    #: public guild @messages).
     intents: int = Field(default=DEFAULT_INTENTS, ge=0)
 
     @field_validator("name")
@@ -62,11 +67,16 @@ class QQBotSettings(BaseSettings):
     api_base_url: str = "https://api.sgroup.qq.com"
     #: Where access tokens come from (``POST {appId, clientSecret}``).
     token_url: str = "https://bots.qq.com/app/getAppAccessToken"
+    #: Several bots: a JSON list of bot objects (keys below); the shorthands add one more.
     bots: list[QQBot] = Field(default_factory=list)
     # single-bot shorthands
+    #: Single bot: its AppID (``secret`` is required too).
     app_id: str | None = None
+    #: Single bot: its AppSecret.
     secret: SecretStr | None = None
+    #: Single bot: ``webhook`` (QQ calls the API) or ``gateway`` (``nekoflow gateway qqbot``).
     mode: Literal["webhook", "gateway"] = "webhook"
+    #: Single bot: its name in nekoflow (callback URL ``{webhook_path}/{bot_name}``).
     bot_name: str = "default"
     #: Where the API app listens for callbacks: ``{webhook_path}/{bot name}``.
     webhook_path: str = "/webhooks/qqbot"
@@ -83,7 +93,9 @@ class QQBotSettings(BaseSettings):
     max_replies: int = Field(default=5, ge=1)
     #: Refresh an access token this many seconds before it expires.
     token_margin_seconds: float = Field(default=60.0, ge=0)
+    #: Seconds an OpenAPI call may take.
     timeout: float = Field(default=15.0, gt=0)
+    #: Seconds to connect to the OpenAPI.
     connect_timeout: float = Field(default=5.0, gt=0)
 
     @field_validator("app_id", "secret", mode="before")

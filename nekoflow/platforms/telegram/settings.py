@@ -24,10 +24,15 @@ class TelegramBot(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
+    #: This bot's name in nekoflow: its webhook URL ``{webhook_path}/{name}`` and ``--bot``;
+    #: 1-64 letters, digits, ``_``, ``-`` or ``.``.
     name: str = "default"
+    #: The Bot API token from @BotFather (``<bot id>:<secret>``).
     token: SecretStr
     #: Webhook mode: Telegram sends it back in ``X-Telegram-Bot-Api-Secret-Token``.
     secret_token: SecretStr | None = None
+    #: ``polling`` (``nekoflow gateway telegram`` calls getUpdates) or ``webhook`` (Telegram
+    #: calls the API; ``secret_token`` required).
     mode: Literal["webhook", "polling"] = "polling"
     #: The bot's @username (without @), so group @mentions are recognised.
     bot_username: str | None = None
@@ -69,21 +74,30 @@ class TelegramSettings(BaseSettings):
 
     #: The Bot API server (operators may run their own ``telegram-bot-api``).
     api_base_url: str = "https://api.telegram.org"
+    #: Several bots: a JSON list of bot objects (keys below); ``token`` adds one more.
     bots: list[TelegramBot] = Field(default_factory=list)
     # single-bot shorthands
+    #: Single bot: its Bot API token from @BotFather.
     token: SecretStr | None = None
+    #: Single bot: webhook secret (1-256 of ``A-Z a-z 0-9 _ -``), required in ``webhook`` mode.
     secret_token: SecretStr | None = None
+    #: Single bot: ``polling`` or ``webhook``.
     mode: Literal["webhook", "polling"] = "polling"
+    #: Single bot: its name in nekoflow (webhook URL ``{webhook_path}/{bot_name}``).
     bot_name: str = "default"
+    #: Single bot: its @username without @, so group @mentions are recognised.
     bot_username: str | None = None
     #: Where the API app listens for updates: ``{webhook_path}/{bot name}``.
     webhook_path: str = "/webhooks/telegram"
     #: The public HTTPS base URL Telegram calls (``nekoflow gateway telegram --set-webhook``).
     public_url: str | None = None
+    #: Seconds a Bot API call may take (``getUpdates`` adds ``poll_timeout``).
     timeout: float = Field(default=15.0, gt=0)
+    #: Seconds to connect to the Bot API server.
     connect_timeout: float = Field(default=5.0, gt=0)
     #: Long-polling wait of ``getUpdates`` in seconds.
     poll_timeout: int = Field(default=25, ge=0, le=50)
+    #: Update types asked for (``getUpdates`` / ``setWebhook``), a JSON list.
     allowed_updates: list[str] = Field(
         default_factory=lambda: ["message", "edited_message", "channel_post"]
     )

@@ -151,7 +151,10 @@ class PromptSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="NEKOFLOW_", env_file=None, extra="ignore")
 
+    #: Characters of the card's example dialogues (``mes_example``) kept in the prompt.
     prompt_example_chars: int = Field(default=2000, ge=0)
+    #: IANA time zone of the time macros (``{{time}}``, ``{{date}}``, ``{{weekday}}``,
+    #: ``{{isotime}}`` …), e.g. ``Asia/Shanghai``.
     macro_timezone: str = "UTC"
     #: Macros nekoflow does not know (an extension's, e.g. MVU's
     #: ``{{format_message_variable::…}}``): "keep" them as written (SillyTavern without the
