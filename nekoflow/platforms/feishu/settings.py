@@ -11,7 +11,6 @@ printed or logged.
 
 from __future__ import annotations
 
-import re
 import secrets
 from functools import lru_cache
 from typing import Literal
@@ -19,7 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+from nekoflow.platforms.checks import check_name, check_path, check_unique, check_url, pick
+
 Mode = Literal["webhook", "long_connection"]
 
 
@@ -67,9 +67,7 @@ class FeishuApp(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError("must be 1-64 letters, digits, '_', '-' or '.'")
-        return value
+        return check_name(value)
 
     @field_validator("verification_token")
     @classmethod
@@ -129,16 +127,12 @@ class FeishuSettings(BaseSettings):
     @field_validator("api_base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must be an http(s):// URL")
-        return value.rstrip("/")
+        return check_url(value)
 
     @field_validator("event_path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not value.startswith("/") or " " in value:
-            raise ValueError("must be a path starting with '/'")
-        return value.rstrip("/") or "/"
+        return check_path(value)
 
     @model_validator(mode="after")
     def _shorthand(self) -> FeishuSettings:
@@ -160,17 +154,12 @@ class FeishuSettings(BaseSettings):
                 mode=self.mode,
             )
             self.apps = [shorthand, *self.apps]
-        names = [a.name for a in self.apps]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"apps: duplicate name(s) {dupes}")
+        check_unique("apps", "name", [a.name for a in self.apps])
         return self
 
     def app(self, name: str | None) -> FeishuApp | None:
         """The app called ``name``; None or "" means the first app."""
-        if not name:
-            return self.apps[0] if self.apps else None
-        return next((a for a in self.apps if a.name == name), None)
+        return pick(self.apps, lambda a: a.name, name)
 
 
 @lru_cache(maxsize=1)

@@ -20,21 +20,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from nekoflow.platforms.checks import check_path, check_unique, check_url, pick
+
 _SELF_ID = re.compile(r"^[0-9]{1,20}$")
-
-
-def _check_url(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError("must be an http(s):// URL")
-    return value.rstrip("/")
-
-
-def _check_path(value: str) -> str:
-    if not value.startswith("/") or " " in value:
-        raise ValueError("must be a path starting with '/'")
-    return value.rstrip("/") or "/"
 
 
 class OneBotBot(BaseModel):
@@ -70,7 +58,7 @@ class OneBotBot(BaseModel):
     @field_validator("http_api_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return _check_url(value)
+        return check_url(value)
 
 
 class OneBotSettings(BaseSettings):
@@ -120,12 +108,12 @@ class OneBotSettings(BaseSettings):
     @field_validator("http_api_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return _check_url(value)
+        return check_url(value)
 
     @field_validator("ws_path", "event_path")
     @classmethod
     def _path(cls, value: str) -> str:
-        return _check_path(value)
+        return check_path(value)
 
     @model_validator(mode="after")
     def _shorthand(self) -> OneBotSettings:
@@ -159,17 +147,12 @@ class OneBotSettings(BaseSettings):
                     '"allow_unsigned": true to accept unsigned events from anyone'
                 )
         self.bots = resolved
-        ids = [b.self_id for b in self.bots]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"bots: duplicate self_id(s) {dupes}")
+        check_unique("bots", "self_id", [b.self_id for b in self.bots])
         return self
 
     def bot(self, self_id: str | None) -> OneBotBot | None:
         """The bot with QQ number ``self_id``; None or "" means the first bot."""
-        if not self_id:
-            return self.bots[0] if self.bots else None
-        return next((b for b in self.bots if b.self_id == str(self_id)), None)
+        return pick(self.bots, lambda b: b.self_id, self_id)
 
 
 @lru_cache(maxsize=1)

@@ -8,14 +8,13 @@ Several bots: ``NEKOFLOW_QQBOT_BOTS`` is a JSON list of ``{"name", "app_id", "se
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+from nekoflow.platforms.checks import check_name, check_path, check_unique, check_url, pick
 
 #: Gateway intents: GROUP_AND_C2C_EVENT (1<<25), DIRECT_MESSAGE (1<<12) and
 #: PUBLIC_GUILD_MESSAGES (1<<30): @bot and C2C/group/guild-DM messages a public bot receives.
@@ -44,9 +43,7 @@ class QQBot(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError("must be 1-64 letters, digits, '_', '-' or '.'")
-        return value
+        return check_name(value)
 
     @field_validator("secret")
     @classmethod
@@ -106,16 +103,12 @@ class QQBotSettings(BaseSettings):
     @field_validator("api_base_url", "token_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must be an http(s):// URL")
-        return value.rstrip("/")
+        return check_url(value)
 
     @field_validator("webhook_path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not value.startswith("/") or " " in value:
-            raise ValueError("must be a path starting with '/'")
-        return value.rstrip("/") or "/"
+        return check_path(value)
 
     @model_validator(mode="after")
     def _shorthand(self) -> QQBotSettings:
@@ -128,17 +121,12 @@ class QQBotSettings(BaseSettings):
                 name=self.bot_name, app_id=self.app_id, secret=self.secret, mode=self.mode
             )
             self.bots = [shorthand, *self.bots]
-        names = [b.name for b in self.bots]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"bots: duplicate name(s) {dupes}")
+        check_unique("bots", "name", [b.name for b in self.bots])
         return self
 
     def bot(self, name: str | None) -> QQBot | None:
         """The bot called ``name``; None or "" means the first bot."""
-        if not name:
-            return self.bots[0] if self.bots else None
-        return next((b for b in self.bots if b.name == name), None)
+        return pick(self.bots, lambda b: b.name, name)
 
 
 @lru_cache(maxsize=1)

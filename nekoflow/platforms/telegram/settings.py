@@ -15,7 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+from nekoflow.platforms.checks import check_name, check_path, check_unique, check_url, pick
+
 _SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what setWebhook accepts as secret_token
 
 
@@ -40,9 +41,7 @@ class TelegramBot(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError("must be 1-64 letters, digits, '_', '-' or '.'")
-        return value
+        return check_name(value)
 
     @field_validator("token")
     @classmethod
@@ -110,18 +109,12 @@ class TelegramSettings(BaseSettings):
     @field_validator("api_base_url", "public_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must be an http(s):// URL")
-        return value.rstrip("/")
+        return check_url(value)
 
     @field_validator("webhook_path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not value.startswith("/") or " " in value:
-            raise ValueError("must be a path starting with '/'")
-        return value.rstrip("/") or "/"
+        return check_path(value)
 
     @model_validator(mode="after")
     def _shorthand(self) -> TelegramSettings:
@@ -138,17 +131,12 @@ class TelegramSettings(BaseSettings):
                 ),
                 *self.bots,
             ]
-        names = [b.name for b in self.bots]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"bots: duplicate name(s) {dupes}")
+        check_unique("bots", "name", [b.name for b in self.bots])
         return self
 
     def bot(self, name: str | None) -> TelegramBot | None:
         """The bot called ``name``; None or "" means the first bot."""
-        if not name:
-            return self.bots[0] if self.bots else None
-        return next((b for b in self.bots if b.name == name), None)
+        return pick(self.bots, lambda b: b.name, name)
 
 
 @lru_cache(maxsize=1)
