@@ -37,6 +37,7 @@ task_routes = {
     "nekoflow.turn.llm_call": {"queue": "llm"},
     "nekoflow.turn.deliver": {"queue": "outbound"},
     "nekoflow.turn.typing": {"queue": "outbound"},
+    "nekoflow.speech.*": {"queue": "speech"},
     "nekoflow.turn.*": {"queue": "turns"},
     "nekoflow.sweep": {"queue": "turns"},
     "nekoflow.rereview.*": {"queue": "review"},
