@@ -15,7 +15,7 @@ from celery import Task
 from celery.utils.log import get_task_logger
 
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.synth import SpeechDeps, synthesize_turn
+from nekoflow.speech.synth import SpeechDeps, stalled_turns, synthesize_turn
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from tasks.app import app
 from tasks.runtime import get_deps
@@ -69,16 +69,31 @@ def synthesize(self: Task, turn_id: str, scope_id: str | None = None) -> dict[st
     return {"turn_id": turn_id, "stage": "synthesize", "parts": outcome.parts}
 
 
+def publish_synthesis(turn_id: str, scope: str | None) -> None:
+    """Publish the synthesis of a turn's reply on the ``speech`` queue."""
+    synthesize.apply_async(
+        (turn_id, scope), queue=QUEUE, argsrepr=repr((turn_id, scope)), kwargsrepr="{}"
+    )
+
+
+@app.task(name="nekoflow.speech.sweep", ignore_result=True)
+def sweep() -> list[str]:
+    """Beat task: publish again the syntheses that stopped moving (a worker killed mid-call)."""
+    if not get_speech_settings().enabled:
+        return []
+    turns = stalled_turns(speech_deps())
+    for turn_id in turns:
+        publish_synthesis(turn_id, None)
+    if turns:
+        log.warning("speech sweeper re-published %d synthesis(es): %s", len(turns), turns)
+    return turns
+
+
 def after_turn(run: TurnRun, scope: str | None) -> None:
     """Publish the synthesis of a turn that ended ``done`` when speech is on (never raises)."""
     try:
         if run.status != TurnStatus.done or not get_speech_settings().enabled:
             return
-        synthesize.apply_async(
-            (run.turn_id, scope),
-            queue=QUEUE,
-            argsrepr=repr((run.turn_id, scope)),
-            kwargsrepr="{}",
-        )
+        publish_synthesis(run.turn_id, scope)
     except Exception as exc:  # the delivery records the voice failed after its wait
         log.warning("turn %s: speech not published (%s)", run.turn_id, type(exc).__name__)

@@ -195,3 +195,14 @@ def voice_step(
 def budget_reason(budget: float) -> str:
     """The stored reason of a line whose synthesis overran its time budget."""
     return f"synthesis exceeded its {budget:g}s budget"
+
+
+def synthesis_stalled(
+    updated: Sequence[datetime], now: datetime, *, budget: float, grace: float = 5.0
+) -> bool:
+    """True when a turn's awaiting parts (their last update times) have not moved for longer
+    than their synthesis can take (``budget`` per part, plus ``grace``): its task was lost (a
+    worker killed mid-synthesis) and is published again."""
+    if not updated:
+        return False
+    return max(updated) < now - timedelta(seconds=budget * len(updated) + grace)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import update
@@ -108,3 +109,29 @@ def put_clip(engine: Engine, key: str, fmt: str, audio: bytes, duration_ms: int 
             s.commit()
         except IntegrityError:
             s.rollback()
+
+
+def awaiting_parts(engine: Engine, since: datetime) -> dict[str, list[datetime]]:
+    """Turns with parts still awaiting synthesis (created after ``since``): their update times."""
+    with Session(engine) as s:
+        rows = s.exec(
+            select(VoicePart.turn_id, VoicePart.updated_at).where(
+                VoicePart.state == PartState.awaiting.value, col(VoicePart.created_at) > since
+            )
+        ).all()
+    out: dict[str, list[datetime]] = {}
+    for turn_id, updated in rows:
+        out.setdefault(turn_id, []).append(updated)
+    return out
+
+
+def touch_parts(engine: Engine, turn_id: str) -> None:
+    """Mark a turn's awaiting parts as just handed to a synthesis task again."""
+    stmt = (
+        update(VoicePart)
+        .where(col(VoicePart.turn_id) == turn_id, col(VoicePart.state) == PartState.awaiting.value)
+        .values(updated_at=utcnow())
+    )
+    with Session(engine) as s:
+        s.exec(stmt)  # type: ignore[call-overload]
+        s.commit()

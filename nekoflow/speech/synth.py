@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -23,10 +24,12 @@ from nekoflow.speech.plan import (
     PartState,
     cache_key,
     spoken_text,
+    synthesis_stalled,
     voice_fingerprint,
 )
 from nekoflow.speech.settings import SpeechSettings, get_speech_settings
 from nekoflow.speech.voice_plan import planned_parts, target_of, voice_of
+from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store as turn_store
 
 log = logging.getLogger(__name__)
@@ -129,3 +132,15 @@ def _voice_part(deps: SpeechDeps, line_id: int | None, voice: Any) -> dict[str, 
     duration = wav_duration_ms(audio) if voice.ask == "wav" else 0
     store.put_clip(deps.engine, key, voice.sent, audio_out, duration)
     return {"state": PartState.ready, "clip_key": key, "chars": len(text), "synth_ms": elapsed}
+
+
+def stalled_turns(deps: SpeechDeps, now: datetime | None = None) -> list[str]:
+    """Turns whose synthesis was lost (see :func:`plan.synthesis_stalled`), touched so that
+    the next sweep waits again; the caller publishes their synthesis."""
+    now = now or utcnow()
+    found = store.awaiting_parts(deps.engine, now - timedelta(days=1))
+    budget = deps.speech.line_budget_seconds
+    stalled = [t for t, times in found.items() if synthesis_stalled(times, now, budget=budget)]
+    for turn_id in stalled:
+        store.touch_parts(deps.engine, turn_id)
+    return stalled

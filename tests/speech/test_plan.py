@@ -144,3 +144,13 @@ def test_character_voice_by_name_then_id_then_default() -> None:
     assert speech.provider_of(VoiceProfile()) == "gpt_sovits"
     assert speech.provider_of(VoiceProfile(provider="openai")) == "openai"
     assert SpeechSettings().enabled is False  # off by default
+
+
+def test_a_lost_synthesis_is_found_after_its_budget() -> None:
+    from nekoflow.speech.plan import synthesis_stalled
+
+    two = [T0, T0 + timedelta(seconds=1)]
+    # two parts, 2 s each, 5 s grace: moving until 1 + 4 + 5 = 10 s
+    assert not synthesis_stalled(two, T0 + timedelta(seconds=10), budget=2.0)
+    assert synthesis_stalled(two, T0 + timedelta(seconds=10.5), budget=2.0)
+    assert not synthesis_stalled([], T0 + timedelta(days=1), budget=2.0)
