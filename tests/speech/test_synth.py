@@ -213,3 +213,34 @@ def test_speech_off_or_channel_voice_off_plans_nothing(
     muted.config_path = str(ini)
     assert synthesize_turn(muted, turn).parts == 0
     assert server.calls() == []
+
+
+def test_usage_counts_characters_synthesized_per_provider(
+    engine: Engine, server: SpeechServer, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from nekoflow.cli import app as cli_app
+    from nekoflow.speech.settings import get_speech_settings
+    from nekoflow.speech.usage import speech_report
+
+    deps = _deps(engine, server, tmp_path)
+    synthesize_turn(deps, _turn(engine, [("a", "こんにちは"), ("b", "またね")]))
+    synthesize_turn(deps, _turn(engine, [("a", "こんにちは")]))  # a cache hit: free
+    (row,) = speech_report(engine, prices={"openai": 15.0})
+    assert (row["provider"], row["lines"], row["synthesized"], row["cached"]) == ("openai", 3, 2, 1)
+    assert row["chars"] == 8 and row["hit_rate"] == round(1 / 3, 4)
+    assert row["cost"] == pytest.approx(8 * 15.0 / 1_000_000)
+    monkeypatch.setattr("nekoflow.usage.cli.get_engine", lambda: engine)
+    monkeypatch.setenv("NEKOFLOW_SPEECH_PRICES", '{"openai": 15}')
+    get_speech_settings.cache_clear()
+    try:
+        out = CliRunner().invoke(cli_app, ["usage", "--speech", "--json"])
+        table = CliRunner().invoke(cli_app, ["usage", "--speech"], env={"COLUMNS": "200"})
+    finally:
+        get_speech_settings.cache_clear()
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["chars"] == 8
+    assert "openai" in table.output and "33%" in table.output
