@@ -47,7 +47,11 @@ class SpeechSettings(BaseSettings):
     provider: ProviderName = "openai"
     #: Base URL of the OpenAI-compatible API (``…/v1``; ``/audio/speech`` is appended).
     openai_base_url: str = "https://api.openai.com/v1"
+
+    #: Bearer key of the OpenAI-compatible API (none: no Authorization header).
     openai_api_key: SecretStr | None = None
+
+    #: Model of the OpenAI-compatible API when the character's voice names none.
     openai_model: str = "tts-1"
     #: Base URL of the GPT-SoVITS API (``api_v2.py``; ``/tts`` is appended).
     gpt_sovits_url: str = "http://127.0.0.1:9880"
@@ -62,10 +66,11 @@ class SpeechSettings(BaseSettings):
     #: Seconds one line's synthesis may take (the provider call's timeout); past it the line's
     #: voice is recorded failed and the text stands alone.
     line_budget_seconds: float = Field(default=15.0, gt=0, le=600)
-    #: Seconds the delivery waits for a reply's voice after its text went out before it records
-    #: the voice failed (a lost or stuck synthesis); the conversation's next reply waits for it.
+    #: Seconds the delivery waits for a reply's voice (from the start of its delivery) before
+    #: it records the voice failed (a lost or stuck synthesis); the conversation's next reply
+    #: waits for it.
     wait_seconds: float = Field(default=90.0, gt=0, le=3600)
-    #: Lines longer than this many characters are not voiced (a reason is recorded).
+    #: Lines whose spoken part is longer than this many characters are not voiced.
     max_chars: int = Field(default=400, ge=1, le=5000)
     #: Price per million characters synthesized, by provider, e.g. ``{"openai": 15.0}``.
     prices: dict[str, float] = Field(default_factory=dict)
