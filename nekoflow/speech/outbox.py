@@ -3,9 +3,11 @@ voice row can go yet, and the chunk with its audio loaded (audio never rides in 
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
 from nekoflow.delivery.base import Chunk
@@ -15,6 +17,8 @@ from nekoflow.speech.settings import SpeechSettings, get_speech_settings
 from nekoflow.speech.voice_plan import planned_parts
 from nekoflow.storage.turns import TurnRun
 
+log = logging.getLogger(__name__)
+
 #: The outbox kind of a voice chunk.
 VOICE = "voice"
 
@@ -23,7 +27,12 @@ def voice_chunks(
     engine: Engine, settings: Any, run: TurnRun, start: int, speech: SpeechSettings | None = None
 ) -> list[Chunk]:
     """The reply's voice chunks, numbered from ``start`` (after its text chunks)."""
-    speech = speech or get_speech_settings()
+    if speech is None:
+        try:
+            speech = get_speech_settings()
+        except ValidationError as exc:  # the worker's start-up check names the field
+            log.error("speech settings invalid (%d error(s)): no voice", exc.error_count())
+            return []
     if not speech.enabled:
         return []
     path = str(getattr(settings, "runtime_config_path", "config.ini"))

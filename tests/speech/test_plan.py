@@ -154,3 +154,18 @@ def test_a_lost_synthesis_is_found_after_its_budget() -> None:
     assert not synthesis_stalled(two, T0 + timedelta(seconds=10), budget=2.0)
     assert synthesis_stalled(two, T0 + timedelta(seconds=10.5), budget=2.0)
     assert not synthesis_stalled([], T0 + timedelta(days=1), budget=2.0)
+
+
+def test_bad_speech_settings_name_the_variable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from nekoflow.speech.settings import get_speech_settings
+    from tasks.checks import _check_speech
+
+    monkeypatch.setenv("NEKOFLOW_SPEECH_LINE_BUDGET_SECONDS", "-1")
+    get_speech_settings.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            _check_speech()
+    finally:
+        get_speech_settings.cache_clear()
+    assert stop.value.code == 2
+    assert "NEKOFLOW_SPEECH_LINE_BUDGET_SECONDS" in capsys.readouterr().err
