@@ -15,7 +15,7 @@ from celery import Task
 from celery.utils.log import get_task_logger
 
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.synth import SpeechDeps, stalled_turns, synthesize_turn
+from nekoflow.speech.synth import SpeechDeps, prune_cache, stalled_turns, synthesize_turn
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from tasks.app import app
 from tasks.runtime import get_deps
@@ -78,10 +78,15 @@ def publish_synthesis(turn_id: str, scope: str | None) -> None:
 
 @app.task(name="nekoflow.speech.sweep", ignore_result=True)
 def sweep() -> list[str]:
-    """Beat task: publish again the syntheses that stopped moving (a worker killed mid-call)."""
+    """Beat task: publish again the syntheses that stopped moving (a worker killed mid-call),
+    and drop the cached clips unused for ``NEKOFLOW_SPEECH_CACHE_DAYS``."""
     if not get_speech_settings().enabled:
         return []
-    turns = stalled_turns(speech_deps())
+    deps = speech_deps()
+    pruned = prune_cache(deps)
+    if pruned:
+        log.info("speech sweeper dropped %d unused clip(s)", pruned)
+    turns = stalled_turns(deps)
     for turn_id in turns:
         publish_synthesis(turn_id, None)
     if turns:

@@ -72,6 +72,9 @@ class SpeechSettings(BaseSettings):
     wait_seconds: float = Field(default=90.0, gt=0, le=3600)
     #: Lines whose spoken part is longer than this many characters are not voiced.
     max_chars: int = Field(default=400, ge=1, le=5000)
+    #: Clips of the cache not used for this many days are deleted by the speech sweeper
+    #: (0: kept for ever).
+    cache_days: float = Field(default=30.0, ge=0)
     #: Price per million characters synthesized, by provider, e.g. ``{"openai": 15.0}``.
     prices: dict[str, float] = Field(default_factory=dict)
 

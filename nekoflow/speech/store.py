@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -135,3 +135,12 @@ def touch_parts(engine: Engine, turn_id: str) -> None:
     with Session(engine) as s:
         s.exec(stmt)  # type: ignore[call-overload]
         s.commit()
+
+
+def prune_clips(engine: Engine, unused_since: datetime) -> int:
+    """Delete the clips not used since ``unused_since``; how many went."""
+    stmt = delete(SpeechClip).where(col(SpeechClip.last_used_at) < unused_since)
+    with Session(engine) as s:
+        res = s.exec(stmt)  # type: ignore[call-overload]
+        s.commit()
+        return int(res.rowcount or 0)

@@ -134,6 +134,14 @@ def _voice_part(deps: SpeechDeps, line_id: int | None, voice: Any) -> dict[str, 
     return {"state": PartState.ready, "clip_key": key, "chars": len(text), "synth_ms": elapsed}
 
 
+def prune_cache(deps: SpeechDeps, now: datetime | None = None) -> int:
+    """Delete the clips unused for ``cache_days`` (none when it is 0); how many went."""
+    if deps.speech.cache_days <= 0:
+        return 0
+    since = (now or utcnow()) - timedelta(days=deps.speech.cache_days)
+    return store.prune_clips(deps.engine, since)
+
+
 def stalled_turns(deps: SpeechDeps, now: datetime | None = None) -> list[str]:
     """Turns whose synthesis was lost (see :func:`plan.synthesis_stalled`), touched so that
     the next sweep waits again; the caller publishes their synthesis."""

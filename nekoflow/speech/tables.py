@@ -49,6 +49,7 @@ class SpeechClip(SQLModel, table=True):
     costs nothing."""
 
     __tablename__: ClassVar[str] = "speech_clip"  # type: ignore[misc]
+    __table_args__ = (Index("ix_speech_clip_last_used", "last_used_at"),)
 
     key: str = Field(primary_key=True, max_length=64)
     fmt: str = Field(max_length=16)

@@ -244,3 +244,22 @@ def test_usage_counts_characters_synthesized_per_provider(
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["chars"] == 8
     assert "openai" in table.output and "33%" in table.output
+
+
+def test_unused_clips_are_pruned_after_cache_days(
+    engine: Engine, server: SpeechServer, tmp_path
+) -> None:
+    from datetime import timedelta
+
+    from nekoflow.speech.synth import prune_cache
+    from nekoflow.storage.dialogue import utcnow
+
+    deps = _deps(engine, server, tmp_path, cache_days=30)
+    turn = _turn(engine, [("a", "こんにちは")])
+    synthesize_turn(deps, turn)
+    key = store.parts_for(engine, turn)[0].clip_key or ""
+    assert prune_cache(deps, utcnow() + timedelta(days=29)) == 0
+    assert prune_cache(deps, utcnow() + timedelta(days=31)) == 1
+    assert store.get_clip(engine, key) is None
+    deps.speech = deps.speech.model_copy(update={"cache_days": 0})
+    assert prune_cache(deps, utcnow() + timedelta(days=999)) == 0  # 0: kept for ever
