@@ -37,6 +37,8 @@ task_routes = {
     "nekoflow.turn.llm_call": {"queue": "llm"},
     "nekoflow.turn.deliver": {"queue": "outbound"},
     "nekoflow.turn.typing": {"queue": "outbound"},
+    "nekoflow.speech.sweep": {"queue": "turns"},
+    "nekoflow.speech.*": {"queue": "speech"},
     "nekoflow.turn.*": {"queue": "turns"},
     "nekoflow.sweep": {"queue": "turns"},
     "nekoflow.rereview.*": {"queue": "review"},
@@ -46,6 +48,11 @@ task_routes = {
 # The sweeper re-publishes turns that stopped moving (crashed worker, lost message).
 beat_schedule = {
     "nekoflow-sweep": {"task": "nekoflow.sweep", "schedule": _settings.sweep_interval_seconds},
+    # Lost voice syntheses (a worker killed mid-call) are published again.
+    "nekoflow-speech-sweep": {
+        "task": "nekoflow.speech.sweep",
+        "schedule": _settings.sweep_interval_seconds,
+    },
 }
 
 timezone = "UTC"

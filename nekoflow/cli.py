@@ -49,7 +49,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "usage": (
         "nekoflow.usage.cli:usage_command",
-        "Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost.",
+        "Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost; "
+        "--speech: characters synthesized for voice replies per provider.",
     ),
     "memory": (
         "nekoflow.memory.cli:memory_app",

@@ -67,3 +67,26 @@ def _check_model(sender: Any = None, **_: Any) -> None:
     except ConfigError as exc:
         print(f"error: configuration error: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+
+
+@worker_init.connect
+def _check_speech(sender: Any = None, **_: Any) -> None:
+    """Broken speech settings (``NEKOFLOW_SPEECH_*``) stop the worker at start with the field
+    named, instead of failing every voiced reply later."""
+    from pydantic import ValidationError
+
+    from nekoflow.speech.settings import get_speech_settings
+
+    try:
+        get_speech_settings()
+    except ValidationError as exc:
+        fields = ", ".join(
+            "NEKOFLOW_SPEECH_" + str(e["loc"][0]).upper() for e in exc.errors() if e["loc"]
+        )
+        message = exc.errors()[0]["msg"]
+        print(
+            f"error: configuration error: {fields or 'NEKOFLOW_SPEECH_*'}: {message}",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2) from None

@@ -135,6 +135,9 @@ def after_stage(
             notifier.publish(turn_id, run.status)
         if run.delivery_status in _OPEN:
             publish_delivery(turn_id, scope)
+        from tasks.speech import after_turn
+
+        after_turn(run, scope)  # the reply's voice, on the speech queue (when speech is on)
     except Exception as exc:  # the sweeper re-publishes a delivery this missed
         log.warning("turn %s: after %s (%s)", turn_id, stage, type(exc).__name__)
 

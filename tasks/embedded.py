@@ -82,7 +82,7 @@ def _worker_thread(concurrency: int) -> Iterator[None]:
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
-        queues=["turns", "llm", "outbound", "memory"],
+        queues=["turns", "llm", "outbound", "memory", "speech"],
     )
     thread = threading.Thread(target=worker.start, name="nekoflow-embedded-worker", daemon=True)
     thread.start()

@@ -62,7 +62,7 @@ def test_every_part_has_a_service(compose: dict[str, Any]) -> None:
         if command[:4] == ["celery", "-A", "tasks", "worker"]:
             queues.update(command[command.index("-Q") + 1].split(","))
             assert "-E" in command  # task events on, so Flower sees every stage
-    assert queues == {"turns", "llm", "outbound", "review", "memory"}
+    assert queues == {"turns", "llm", "outbound", "review", "memory", "speech"}
     assert _celery(services["gateway-telegram"]) == ["nekoflow", "gateway", "telegram"]
     assert _celery(services["beat"])[:4] == ["celery", "-A", "tasks", "beat"]
     assert _celery(services["flower"])[:4] == ["celery", "-A", "tasks", "flower"]

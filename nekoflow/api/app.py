@@ -38,6 +38,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "nekoflow.api.worldbooks",
     "nekoflow.api.turns",
     "nekoflow.api.web",
+    "nekoflow.api.voice",
     "nekoflow.api.telegram",
     "nekoflow.api.qqbot",
     "nekoflow.api.feishu",

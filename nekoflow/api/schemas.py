@@ -386,6 +386,18 @@ class TurnLlmOut(BaseModel):
     completion_tokens: int | None = None
 
 
+class VoiceOut(BaseModel):
+    """One voiced line of a turn's reply: its synthesis state and, when ready, its audio URL."""
+
+    part: int
+    state: str = Field(description="awaiting (being synthesized), ready or failed.")
+    url: str | None = Field(
+        default=None, description="The audio (GET, same auth as turn reads) when ready."
+    )
+    format: str = Field(description="ogg_opus, ogg, mp3, wav or silk.")
+    reason: str | None = Field(default=None, description="Why it failed (never the text).")
+
+
 class TurnOut(BaseModel):
     """A turn's state: status and current stage, finished stages, reason, reply and model call.
 
@@ -422,6 +434,11 @@ class TurnOut(BaseModel):
     )
     delivery_reason: str | None = Field(
         default=None, description="Why delivery failed (codes, never message text)."
+    )
+    voice: list[VoiceOut] = Field(
+        default_factory=list,
+        description="The reply's voice parts when speech is on (NEKOFLOW_SPEECH_ENABLED): "
+        "synthesized after the turn finished, each with its audio URL once ready.",
     )
     llm: TurnLlmOut = Field(default_factory=TurnLlmOut)
     injected: list[dict[str, str]] = Field(

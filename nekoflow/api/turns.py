@@ -32,6 +32,7 @@ from nekoflow.api.schemas import (
     TurnOut,
     TurnStageOut,
 )
+from nekoflow.api.voice import voice_of_turn
 from nekoflow.errors import InputError
 from nekoflow.observability.turn_view import turn_inputs
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStage, TurnStatus
@@ -94,6 +95,7 @@ def load_turn(engine: Engine, turn_id: str) -> TurnOut | None:
         rendered=run.rendered,
         delivery_status=run.delivery_status,
         delivery_reason=run.delivery_reason,
+        voice=voice_of_turn(engine, turn_id),
         llm=TurnLlmOut(
             model=run.llm_model,
             latency_ms=run.llm_latency_ms,

@@ -9,7 +9,9 @@ turn answers its failure reply), else 202 with the turn id to poll (``turn_url``
 ``GET /api/turns/{turn_id}/events`` (a read: the bearer token unless public reads are on) is a
 ``text/event-stream``: a ``status`` event at once and on
 every change of status, stage or finished stages, then one final event named after the outcome
-(``done``, ``failed``, ``skipped``) carrying the whole turn, or ``timeout`` when the turn has not
+(``done``, ``failed``, ``skipped``) carrying the whole turn — followed, for a voiced reply, by
+one ``voice`` event per voiced line as it settles (its audio URL, or the reason it failed) —
+or ``timeout`` when the turn has not
 finished after ``timeout`` seconds (default 120, max 600). Comment lines keep idle proxies open.
 While the model writes the reply, ``token`` events carry its pieces as they arrive (``{"attempt",
 "seq", "offset", "text"}``, ``"end": true`` on the attempt's last one); a ``reset`` event
@@ -43,6 +45,7 @@ from nekoflow.api.schemas import (
     WebChatReply,
 )
 from nekoflow.api.turns import load_turn, ok_json, submit_event
+from nekoflow.api.voice import voice_events
 from nekoflow.errors import InputError
 from nekoflow.storage.turns import FINISHED
 from nekoflow.turns.characters import resolve_role
@@ -188,7 +191,11 @@ async def turn_events(state: ApiState, first: TurnOut, timeout: float) -> AsyncI
                     yield sse(token.kind, token.data(), n)
                     n += 1
                 yield sse(turn.status, turn.model_dump(mode="json"), n)
-                async for event in delivery_events(state, turn, deadline, n + 1):
+                n += 1
+                async for event in delivery_events(state, turn, deadline, n):
+                    yield event
+                    n += 1
+                async for event in voice_events(state, turn.turn_id, deadline, n, sse, _pause):
                     yield event
                 return
             if _progress(turn) != seen:

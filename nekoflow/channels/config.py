@@ -3,12 +3,15 @@
 ``[character_runtime]`` holds ``default_enabled`` (default true) and ``default_character_id``;
 ``[character_runtime_<channel>]`` holds ``enabled``, ``trigger``, ``memory_scope``,
 ``trigger_keywords`` (comma-separated; the full-width ``，`` also separates),
-``legacy_prompt_enabled`` and ``default_character_id``. A known channel whose section is absent
-gets the seed's defaults (:data:`CHANNEL_DEFAULTS`); ``enabled`` is never defaulted, so an absent
-section follows ``default_enabled``. The defaults are the seed's channel table (QQ: group in groups,
-user in private chats); ``memory_scope = group_user`` in the seed's config.ini example is a
-configuration choice that, when configured, wins over that default.
-Unknown keys, triggers, scopes and bad booleans are :class:`ConfigError` naming section and key.
+``legacy_prompt_enabled``, ``default_character_id``, ``voice`` (``on``/``off``/``private``:
+replies also as voice, never, or in private chats only; speech must be enabled) and
+``voice_chats`` (per chat: ``<chat id>:<mode>``, comma-separated). A known channel whose
+section is absent gets the seed's defaults (:data:`CHANNEL_DEFAULTS`); ``enabled`` is never
+defaulted, so an absent section follows ``default_enabled``. The defaults are the seed's
+channel table (QQ: group in groups, user in private chats); ``memory_scope = group_user`` in
+the seed's config.ini example is a configuration choice that, when configured, wins over that
+default. Unknown keys, triggers, scopes and bad booleans are :class:`ConfigError` naming
+section and key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pydantic import ConfigDict, Field
 
 from nekoflow.channels.context import MemoryScope, TriggerStrategy, _MappingAccess
 from nekoflow.errors import ConfigError
+from nekoflow.speech.plan import VoiceMode
 
 GLOBAL_SECTION = "character_runtime"
 CHANNEL_SECTION_PREFIX = "character_runtime_"
@@ -71,6 +75,10 @@ class ChannelRuntimeSettings(_Section):
     trigger_keywords: list[str] = Field(default_factory=list)
     legacy_prompt_enabled: bool = False
     default_character_id: str | None = None
+    #: Voice replies: on, off or private chats only (None: on when speech is enabled).
+    voice: VoiceMode | None = None
+    #: Per chat (the platform's chat id) voice mode, overriding ``voice``.
+    voice_chats: dict[str, VoiceMode] = Field(default_factory=dict)
 
 
 class ChannelSection(_Section):
@@ -173,7 +181,10 @@ def _parse_bool(value: Any, section: str, key: str) -> bool | None:
 
 
 def _parse_choice(
-    value: Any, choices: type[TriggerStrategy] | type[MemoryScope], section: str, key: str
+    value: Any,
+    choices: type[TriggerStrategy] | type[MemoryScope] | type[VoiceMode],
+    section: str,
+    key: str,
 ) -> Any:
     if value is None:
         return None
@@ -205,6 +216,24 @@ def _parse_keywords(value: Any, section: str, key: str) -> list[str]:
         if item.strip():
             keywords.append(item.strip())
     return keywords
+
+
+def _parse_voice_chats(value: Any, section: str, key: str) -> dict[str, VoiceMode]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        items = [f"{k}:{v}" for k, v in value.items()]
+    elif isinstance(value, str):
+        items = [i for i in value.replace("，", ",").split(",") if i.strip()]
+    else:
+        raise _bad(section, key, f"expected '<chat id>:<on|off|private>, …', got {value!r}")
+    modes: dict[str, VoiceMode] = {}
+    for item in items:
+        chat, sep, mode = str(item).strip().rpartition(":")
+        if not sep or not chat.strip():
+            raise _bad(section, key, f"expected '<chat id>:<on|off|private>', got {item!r}")
+        modes[chat.strip()] = _parse_choice(mode, VoiceMode, section, key) or VoiceMode.on
+    return modes
 
 
 def _parse_id(value: Any, section: str, key: str) -> str | None:
@@ -247,6 +276,8 @@ def _channel_settings(raw: Mapping[str, Any], section: str) -> ChannelRuntimeSet
         default_character_id=_parse_id(
             raw.get("default_character_id"), section, "default_character_id"
         ),
+        voice=_parse_choice(raw.get("voice"), VoiceMode, section, "voice"),
+        voice_chats=_parse_voice_chats(raw.get("voice_chats"), section, "voice_chats"),
     )
 
 

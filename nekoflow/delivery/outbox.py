@@ -22,6 +22,8 @@ from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun, TurnStatus
 
 _OPEN = (DeliveryStatus.pending.value, DeliveryStatus.sending.value)
+#: The outbox kind of a voice chunk (``nekoflow.speech.outbox``): its failure is its own.
+VOICE_KIND = "voice"
 
 
 def chunk_key(turn_id: str, index: int) -> str:
@@ -273,13 +275,14 @@ def mark_handed_over(engine: Engine, turn_id: str) -> None:
 def settle(engine: Engine, turn_id: str) -> str | None:
     """Derive the turn's delivery status from its rows and store it when it is final.
 
-    Any failed chunk → failed (with its reason); all sent or unknown → sent (the reason counts
-    the unknown ones); otherwise it stays open and None is returned.
+    Any failed text chunk → failed (with its reason); all sent, unknown or failed voice chunks
+    → sent (the reason counts the unknown ones and names the failed voice: a voice never costs
+    the text); otherwise it stays open and None is returned.
     """
     rows = rows_for(engine, turn_id)
     if not rows:
         return None
-    failed = [r for r in rows if r.status == ChunkStatus.failed]
+    failed = [r for r in rows if r.status == ChunkStatus.failed and r.kind != VOICE_KIND]
     if failed:
         set_delivery(
             engine,
@@ -288,10 +291,12 @@ def settle(engine: Engine, turn_id: str) -> str | None:
             f"chunk {failed[0].idx}: {failed[0].error}",
         )
         return DeliveryStatus.failed.value
-    if all(r.status in (ChunkStatus.sent, ChunkStatus.unknown) for r in rows):
+    settled = (ChunkStatus.sent, ChunkStatus.unknown, ChunkStatus.failed)
+    if all(r.status in settled for r in rows):
         unknown = [r.idx for r in rows if r.status == ChunkStatus.unknown]
-        reason = f"{len(unknown)} chunk(s) unconfirmed: {unknown}" if unknown else None
-        set_delivery(engine, turn_id, DeliveryStatus.sent.value, reason)
+        notes = [f"{len(unknown)} chunk(s) unconfirmed: {unknown}"] if unknown else []
+        notes += [f"voice chunk {r.idx} failed: {r.error}" for r in rows if r.status == "failed"]
+        set_delivery(engine, turn_id, DeliveryStatus.sent.value, "; ".join(notes)[:1000] or None)
         return DeliveryStatus.sent.value
     return None
 

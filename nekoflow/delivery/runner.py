@@ -39,6 +39,9 @@ from nekoflow.delivery.ratelimit import InMemoryRateLimiter, NoRateLimiter, Rate
 from nekoflow.delivery.registry import destination_for, rate_limits_for, sender_for
 from nekoflow.delivery.settings import DeliverySettings, get_delivery_settings
 from nekoflow.delivery.tables import ChunkStatus, DeliveryStatus
+from nekoflow.speech.outbox import VOICE, voice_chunks
+from nekoflow.speech.outbox import loaded as loaded_voice
+from nekoflow.speech.outbox import step_of as voice_step_of
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun, TurnStatus
 from nekoflow.turns import store
@@ -110,6 +113,12 @@ def chunks_of(run: TurnRun) -> list[Chunk]:
     return out
 
 
+def _all_chunks(deps: DeliveryDeps, run: TurnRun) -> list[Chunk]:
+    """The reply's text chunks, then its voice chunks (when the turn is voiced)."""
+    chunks = chunks_of(run)
+    return chunks + voice_chunks(deps.engine, deps.settings, run, len(chunks))
+
+
 def limits_for(deps: DeliveryDeps, dest: Destination, channel: str) -> list:
     """The destination's rate limits: the platform's defaults with the channel's overrides."""
     if not deps.delivery.rate_limit_enabled or isinstance(deps.limiter, NoRateLimiter):
@@ -164,7 +173,7 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
     earlier = outbox.earlier_open_delivery(deps.engine, run)
     if earlier is not None:  # that turn's delivery starts this one when it ends
         return Outcome("waiting", reason=f"waiting for turn {earlier}")
-    rows = outbox.ensure_rows(deps.engine, turn_id, dest, chunks_of(run))
+    rows = outbox.ensure_rows(deps.engine, turn_id, dest, _all_chunks(deps, run))
     if not rows:
         outbox.set_delivery(deps.engine, turn_id, DeliveryStatus.sent.value, "nothing to send")
         return Outcome("done")
@@ -174,6 +183,16 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
     limits = limits_for(deps, dest, run.channel)
     for row in rows:
         assert row.id is not None
+        voice = row.kind == VOICE
+        if voice and row.status == ChunkStatus.pending:  # its audio may not be made yet
+            v = voice_step_of(deps.engine, turn_id, row.payload, row.created_at, deps.now())
+            if v.kind == "await":
+                return Outcome(
+                    "retry", reason=f"chunk {row.idx} waits for its voice", delay=v.delay
+                )
+            if v.kind == "failed":
+                outbox.mark_failed(deps.engine, row.id, v.reason)
+                continue
         step = step_for_row(
             row.status,
             row.lease_until,
@@ -200,25 +219,53 @@ def deliver_turn(deps: DeliveryDeps, turn_id: str) -> Outcome:
         if not outbox.claim(deps.engine, row, lease):
             return Outcome("retry", reason="outbox row changed", delay=0.1)
         attempt = row.attempts + 1
-        chunk = Chunk(index=row.idx, kind=row.kind, payload=row.payload)
+        chunk: Chunk | None = Chunk(index=row.idx, kind=row.kind, payload=row.payload)
+        if voice:
+            assert chunk is not None
+            chunk = loaded_voice(deps.engine, turn_id, chunk)
+            if chunk is None:
+                outbox.mark_failed(deps.engine, row.id, "voice: clip missing")
+                continue
         try:
             result = sender.send(dest, chunk, key=outbox.chunk_key(turn_id, row.idx))
         except PermanentFailure as exc:
             outbox.mark_failed(deps.engine, row.id, exc.reason)
+            if voice:  # a voice that cannot go never costs the text (already sent)
+                continue
             return _fail(deps, turn_id, f"chunk {row.idx}: {exc.reason}")
         except Unconfirmed as exc:  # may have arrived: resend only where that is safe or chosen
             again = step_when_unconfirmed(
                 idempotent=idempotent, resend_unconfirmed=deps.delivery.resend_unconfirmed
             )
             if again.kind == "send":
-                return _retry(deps, turn_id, row.id, row.idx, attempt, exc.reason, exc.retry_after)
+                out = _retry(
+                    deps,
+                    turn_id,
+                    row.id,
+                    row.idx,
+                    attempt,
+                    exc.reason,
+                    exc.retry_after,
+                    voice=voice,
+                )
+                if out is None:
+                    continue
+                return out
             log.warning("turn %s chunk %d: %s, not re-sent", turn_id, row.idx, exc.reason)
             outbox.mark_unconfirmed(deps.engine, row.id, exc.reason)
             continue
         except RetryLater as exc:
-            return _retry(deps, turn_id, row.id, row.idx, attempt, exc.reason, exc.retry_after)
+            out = _retry(
+                deps, turn_id, row.id, row.idx, attempt, exc.reason, exc.retry_after, voice=voice
+            )
+            if out is None:
+                continue
+            return out
         except Exception as exc:  # a sender bug or a library error: temporary, named by class
-            return _retry(deps, turn_id, row.id, row.idx, attempt, _safe(exc), None)
+            out = _retry(deps, turn_id, row.id, row.idx, attempt, _safe(exc), None, voice=voice)
+            if out is None:
+                continue
+            return out
         outbox.mark_sent(
             deps.engine, row.id, result.platform_message_id, handed_over=result.handed_over
         )
@@ -238,11 +285,15 @@ def _retry(
     attempt: int,
     reason: str,
     retry_after: float | None,
-) -> Outcome:
+    *,
+    voice: bool = False,
+) -> Outcome | None:
+    """Release the chunk for a later attempt (the retry Outcome), or give it up: the turn's
+    delivery fails, except for a voice chunk, which fails alone (None: go on)."""
     if give_up(attempt, deps.delivery.max_attempts):
         reason = f"chunk {index}: gave up after {attempt} attempt(s): {reason}"
         outbox.mark_failed(deps.engine, row_id, reason)
-        return _fail(deps, turn_id, reason)
+        return None if voice else _fail(deps, turn_id, reason)
     delay = retry_delay(
         attempt,
         retry_after=retry_after,

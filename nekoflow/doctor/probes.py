@@ -9,6 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nekoflow.doctor.rules import (
+    OPTIONAL_QUEUES,
+    SPEECH_OFF,
     Check,
     beat_alive,
     lease_coherence,
@@ -171,7 +173,10 @@ def consumers(settings: Settings, timeout: float) -> list[Check]:
         ]
     finally:
         app.close()
-    return queue_consumers(queues, active)
+    from nekoflow.speech.settings import get_speech_settings
+
+    optional = OPTIONAL_QUEUES | ({} if get_speech_settings().enabled else SPEECH_OFF)
+    return queue_consumers(queues, active, optional)
 
 
 def beat(settings: Settings, client: Any) -> Check:

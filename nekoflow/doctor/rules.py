@@ -9,6 +9,9 @@ from typing import Any
 OPTIONAL_QUEUES = {"review": "only `nekoflow rereview` batches use it"}
 """Queues a deployment may leave without a consumer, and why."""
 
+SPEECH_OFF = {"speech": "voice replies are off (NEKOFLOW_SPEECH_ENABLED)"}
+"""The speech queue, optional while voice replies are off."""
+
 
 @dataclass(frozen=True)
 class Check:
@@ -41,10 +44,12 @@ def routed_queues(default_queue: str, routes: Mapping[str, Mapping[str, str]]) -
 
 
 def queue_consumers(
-    queues: Iterable[str], active: Mapping[str, Iterable[Mapping[str, Any]]] | None
+    queues: Iterable[str],
+    active: Mapping[str, Iterable[Mapping[str, Any]]] | None,
+    optional: Mapping[str, str] = OPTIONAL_QUEUES,
 ) -> list[Check]:
     """One check per queue from ``inspect().active_queues()`` (worker → its queues; None or
-    empty: no worker answered)."""
+    empty: no worker answered); ``optional`` queues may go without a consumer (why)."""
     consumers: dict[str, list[str]] = {}
     for worker, worker_queues in (active or {}).items():
         for q in worker_queues or ():
@@ -54,8 +59,8 @@ def queue_consumers(
         workers = sorted(consumers.get(queue, []))
         if workers:
             out.append(Check(f"queue {queue}", True, f"consumed by {', '.join(workers)}"))
-        elif queue in OPTIONAL_QUEUES:
-            out.append(Check(f"queue {queue}", True, f"no consumer ({OPTIONAL_QUEUES[queue]})"))
+        elif queue in optional:
+            out.append(Check(f"queue {queue}", True, f"no consumer ({optional[queue]})"))
         else:
             out.append(
                 Check(

@@ -25,8 +25,12 @@ def usage_command(
     since: Annotated[str | None, typer.Option(help="First UTC day, YYYY-MM-DD.")] = None,
     until: Annotated[str | None, typer.Option(help="Last UTC day, YYYY-MM-DD.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    speech: Annotated[
+        bool, typer.Option("--speech", help="Voice replies: characters synthesized per provider.")
+    ] = False,
 ) -> None:
-    """Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost."""
+    """Token usage as the LLM servers reported it (replies, reviews, re-reviews) and its cost;
+    with ``--speech``, the characters synthesized for voice replies per provider and their cost."""
     if by not in ("day", "channel", "character", "scope", "model", "kind"):
         console.print(f"--by: expected day, channel, character, scope, model or kind; got {by!r}")
         raise typer.Exit(2)
@@ -36,6 +40,9 @@ def usage_command(
     except ValueError:
         console.print("--since/--until: expected a day as YYYY-MM-DD")
         raise typer.Exit(2) from None
+    if speech:
+        _speech_usage(first, last, as_json)
+        return
     group: GroupBy = by  # type: ignore[assignment]
     rows = usage_report(
         get_engine(), by=group, since=first, until=last, prices=get_settings().llm_prices
@@ -67,3 +74,28 @@ def usage_command(
         )
     if unpriced:
         console.print(f"no price for: {escape(', '.join(unpriced))} (set NEKOFLOW_LLM_PRICES)")
+
+
+def _speech_usage(first: date | None, last: date | None, as_json: bool) -> None:
+    """The ``--speech`` report: one row per speech provider."""
+    from nekoflow.speech.settings import get_speech_settings
+    from nekoflow.speech.usage import speech_report
+
+    rows = speech_report(get_engine(), since=first, until=last, prices=get_speech_settings().prices)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table()
+    names = ("provider", "lines", "synthesized", "cached", "failed", "chars", "hit rate", "cost")
+    for name in names:
+        table.add_column(name, justify="left" if name == "provider" else "right")
+    for row in rows:
+        rate = "—" if row["hit_rate"] is None else f"{row['hit_rate']:.0%}"
+        cost = "—" if row["cost"] is None else f"{row['cost']:.4f}"
+        values = [row[k] for k in ("lines", "synthesized", "cached", "failed", "chars")]
+        table.add_row(escape(row["provider"]), *map(str, values), rate, cost)
+    console.print(table)
+    unpriced = sorted(r["provider"] for r in rows if r["cost"] is None)
+    if unpriced:
+        console.print(f"no price for: {escape(', '.join(unpriced))} (set NEKOFLOW_SPEECH_PRICES)")

@@ -71,6 +71,16 @@ def test_queue_without_consumer_names_the_worker_command() -> None:
     assert all(not c.ok for c in queue_consumers(["turns"], None))
 
 
+def test_speech_queue_needs_a_consumer_only_with_voice_on() -> None:
+    from nekoflow.doctor.rules import OPTIONAL_QUEUES, SPEECH_OFF
+
+    active = {"w1@h": [{"name": "turns"}]}
+    off = by_name(queue_consumers(["speech"], active, OPTIONAL_QUEUES | SPEECH_OFF))
+    assert off["queue speech"].ok and "voice replies are off" in off["queue speech"].detail
+    on = by_name(queue_consumers(["speech"], active, OPTIONAL_QUEUES))
+    assert not on["queue speech"].ok and "-Q speech" in on["queue speech"].fix
+
+
 def test_beat_freshness() -> None:
     assert beat_alive(None, 1000.0, 30).ok is False
     assert "celery -A tasks beat" in beat_alive(None, 1000.0, 30).fix

@@ -142,6 +142,34 @@ class FeishuClient:
             raise RetryLater(f"feishu {what}: tenant token refused, refreshed")
         raise classify(what, resp.status_code, data, resp.headers.get("x-ogw-ratelimit-reset"))
 
+    def upload_file(
+        self, file_type: str, file_name: str, data: bytes, mime: str, *, duration_ms: int = 0
+    ) -> str:
+        """Upload a file (``POST /open-apis/im/v1/files``, multipart); its ``file_key``."""
+        token = self.tokens.get()
+        form = {"file_type": file_type, "file_name": file_name}
+        if duration_ms:
+            form["duration"] = str(duration_ms)
+        resp = _post(
+            self._http,
+            self.base_url + "/open-apis/im/v1/files",
+            "im",
+            data=form,
+            files={"file": (file_name, data, mime)},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        body = _json(resp)
+        code = body.get("code") if isinstance(body, dict) else None
+        if resp.status_code == 200 and code == 0:
+            key = (body.get("data") or {}).get("file_key")
+            if isinstance(key, str) and key:
+                return key
+            raise FeishuError("feishu file upload: no file_key in the answer")
+        if code in TOKEN_CODES or resp.status_code == 401:
+            self.tokens.invalidate(token)
+            raise RetryLater("feishu im: tenant token refused, refreshed")
+        raise classify("im", resp.status_code, body, resp.headers.get("x-ogw-ratelimit-reset"))
+
     def bot_open_id(self) -> str:
         """The app bot's own open_id (``GET /open-apis/bot/v3/info``)."""
         data = self.call("GET", "/open-apis/bot/v3/info")

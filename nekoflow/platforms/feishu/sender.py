@@ -84,12 +84,15 @@ class FeishuSender:
 
     def send(self, dest: Destination, chunk: Chunk, *, key: str) -> SendResult:
         """Send one chunk; the message id comes back as ``platform_message_id``."""
-        if chunk.kind != "text":
+        if chunk.kind == "voice":
+            msg_type, content = "audio", json.dumps({"file_key": self._upload_voice(chunk)})
+        elif chunk.kind != "text":
             raise PermanentFailure(f"chunk {chunk.index}: kind {chunk.kind!r} not supported")
-        text = str(chunk.payload.get("content") or chunk.payload.get("text") or "")
-        if not text.strip():
-            return SendResult(platform_message_id=None)
-        msg_type, content = message_content(text, self.fmt)
+        else:
+            text = str(chunk.payload.get("content") or chunk.payload.get("text") or "")
+            if not text.strip():
+                return SendResult(platform_message_id=None)
+            msg_type, content = message_content(text, self.fmt)
         body: dict[str, Any] = {"msg_type": msg_type, "content": content, "uuid": key[:50]}
         data: Any = None
         if dest.reply_to:
@@ -114,6 +117,19 @@ class FeishuSender:
             )
         message_id = data.get("message_id") if isinstance(data, dict) else None
         return SendResult(platform_message_id=None if message_id is None else str(message_id))
+
+    def _upload_voice(self, chunk: Chunk) -> str:
+        """Upload the chunk's Ogg/Opus audio (file_type ``opus``); its ``file_key``."""
+        audio = chunk.payload.get("audio")
+        if not isinstance(audio, bytes | bytearray) or not audio:
+            raise PermanentFailure(f"chunk {chunk.index}: voice without audio")
+        return self.client.upload_file(
+            "opus",
+            "voice.opus",
+            bytes(audio),
+            str(chunk.payload.get("mime") or "audio/ogg"),
+            duration_ms=int(chunk.payload.get("duration_ms") or 0),
+        )
 
     def typing(self, dest: Destination) -> None:
         """Feishu bots have no typing indicator: nothing to do."""

@@ -8,6 +8,7 @@ the body) and ``api/public.md`` (``send_msg``; ``retcode`` 0 ok, 1 async, 14xx r
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -89,6 +90,13 @@ def send_msg(dest: Destination, chunk: Chunk) -> dict[str, Any]:
         if not file:
             raise PermanentFailure(f"chunk {chunk.index}: image without url or file")
         segments.append({"type": "image", "data": {"file": str(file)}})
+    elif chunk.kind == "voice":
+        audio = chunk.payload.get("audio")
+        if not isinstance(audio, bytes | bytearray) or not audio:
+            raise PermanentFailure(f"chunk {chunk.index}: voice without audio")
+        # OneBot v11 record segment: the implementation transcodes mp3/wav to QQ's SILK itself
+        file = "base64://" + base64.b64encode(bytes(audio)).decode("ascii")
+        segments.append({"type": "record", "data": {"file": file}})
     else:
         raise PermanentFailure(f"chunk {chunk.index}: kind {chunk.kind!r} not supported")
     params: dict[str, Any] = {"message": segments}

@@ -104,6 +104,29 @@ def message_body(dest: Destination, index: int, text: str) -> dict[str, Any]:
     return body
 
 
+def media_path(dest: Destination) -> str:
+    """The rich-media upload path of ``dest`` (C2C and group chats only)."""
+    if dest.chat_type == "c2c":
+        return f"/v2/users/{dest.chat_id}/files"
+    if dest.chat_type == "group":
+        return f"/v2/groups/{dest.chat_id}/files"
+    raise PermanentFailure(f"qqbot: no voice messages in {dest.chat_type!r} chats")
+
+
+def voice_body(dest: Destination, index: int, file_info: str) -> dict[str, Any]:
+    """The send body of a voice chunk: rich media (``msg_type`` 7) with the uploaded file's
+    ``file_info``, quoted ``msg_id`` and ``msg_seq`` = index + 1 like text."""
+    body: dict[str, Any] = {
+        "content": " ",
+        "msg_type": 7,
+        "media": {"file_info": file_info},
+        "msg_seq": index + 1,
+    }
+    if dest.reply_to:
+        body["msg_id"] = dest.reply_to
+    return body
+
+
 def message_time(stamp: str | None) -> float | None:
     """The user's message time (epoch seconds) from the event's ISO-8601 or epoch timestamp."""
     if not stamp:

@@ -3,6 +3,7 @@ endpoint, with the token cache shared through Redis."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,9 +20,11 @@ from nekoflow.platforms.qqbot.client import (
 )
 from nekoflow.platforms.qqbot.rules import (
     check_passive_reply,
+    media_path,
     message_body,
     message_path,
     reply_window,
+    voice_body,
 )
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings, get_qqbot_settings
 from nekoflow.platforms.tokens import LocalTokenCache, RedisTokenCache, TokenCache
@@ -53,16 +56,19 @@ class QQBotSender:
 
     def send(self, dest: Destination, chunk: Chunk, *, key: str) -> SendResult:
         """Send one chunk; a duplicate ``msg_seq`` answer counts as already sent."""
-        if chunk.kind != "text":
+        if chunk.kind not in ("text", "voice"):
             raise PermanentFailure(f"chunk {chunk.index}: kind {chunk.kind!r} not supported")
         text = str(chunk.payload.get("content") or chunk.payload.get("text") or "")
-        if not text.strip():
+        if chunk.kind == "text" and not text.strip():
             return SendResult(platform_message_id=None)
         window = reply_window(dest, window=self.window, c2c_window=self.c2c_window)
         check_passive_reply(
             dest, chunk.index, self.clock(), window=window, max_replies=self.max_replies
         )
-        body = message_body(dest, chunk.index, text)
+        if chunk.kind == "voice":
+            body = voice_body(dest, chunk.index, self._upload_voice(dest, chunk))
+        else:
+            body = message_body(dest, chunk.index, text)
         try:
             answer = self.client.call("POST", message_path(dest), body)
         except DuplicateSend:
@@ -73,6 +79,24 @@ class QQBotSender:
             raise
         message_id = answer.get("id") if isinstance(answer, dict) else None
         return SendResult(platform_message_id=None if message_id is None else str(message_id))
+
+    def _upload_voice(self, dest: Destination, chunk: Chunk) -> str:
+        """Upload the chunk's SILK audio as rich media (file_type 3); its ``file_info``."""
+        audio = chunk.payload.get("audio")
+        if not isinstance(audio, bytes | bytearray) or not audio:
+            raise PermanentFailure(f"chunk {chunk.index}: voice without audio")
+        if chunk.payload.get("format") != "silk":
+            raise PermanentFailure(f"chunk {chunk.index}: qqbot voice must be silk")
+        body = {
+            "file_type": 3,
+            "file_data": base64.b64encode(bytes(audio)).decode("ascii"),
+            "srv_send_msg": False,
+        }
+        answer = self.client.call("POST", media_path(dest), body)
+        info = answer.get("file_info") if isinstance(answer, dict) else None
+        if not info:
+            raise PermanentFailure("qqbot media upload: no file_info in the answer")
+        return str(info)
 
     def typing(self, dest: Destination) -> None:
         """The QQ bot API has no typing indicator for these chats: nothing to do."""

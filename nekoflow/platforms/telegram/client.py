@@ -16,6 +16,7 @@ already a dependency (the OpenAI SDK uses it).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -103,11 +104,28 @@ class BotApiClient:
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._http = httpx.Client(timeout=self._timeout, transport=transport)
 
-    def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
-        """Call ``method``; the ``result`` on success, else RetryLater / TelegramError."""
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
+    ) -> Any:
+        """Call ``method``; the ``result`` on success, else RetryLater / TelegramError.
+
+        ``files`` (field → (file name, bytes, MIME type)) uploads as multipart/form-data, the
+        other parameters then go as form fields (objects JSON-encoded, as the Bot API reads them).
+        """
         req_timeout = self._timeout if timeout is None else httpx.Timeout(timeout, connect=5.0)
         try:
-            resp = self._http.post(self._prefix + method, json=params, timeout=req_timeout)
+            if files:
+                form = {k: v if isinstance(v, str) else json.dumps(v) for k, v in params.items()}
+                resp = self._http.post(
+                    self._prefix + method, data=form, files=files, timeout=req_timeout
+                )
+            else:
+                resp = self._http.post(self._prefix + method, json=params, timeout=req_timeout)
         except httpx.HTTPError as exc:
             raise request_failure(f"telegram {method} at {self.host}", exc) from None
         try:

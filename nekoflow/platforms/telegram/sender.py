@@ -55,6 +55,15 @@ def telegram_limits(dest: Destination) -> list[RateLimit]:
     return limits
 
 
+def voice_file(chunk: Chunk) -> tuple[str, bytes, str]:
+    """The (file name, audio, MIME type) upload of a voice chunk (sendVoice wants OGG/Opus)."""
+    audio = chunk.payload.get("audio")
+    if not isinstance(audio, bytes | bytearray) or not audio:
+        raise PermanentFailure(f"chunk {chunk.index}: voice without audio")
+    mime = str(chunk.payload.get("mime") or "audio/ogg")
+    return ("voice.ogg", bytes(audio), mime)
+
+
 def _chat_id(chat_id: str) -> int | str:
     try:
         return int(chat_id)
@@ -124,6 +133,8 @@ class TelegramSender:
             caption = chunk.payload.get("caption")
             extra = {"caption": str(caption)} if caption else {}
             result = self.client.call("sendPhoto", params | {"photo": str(photo)} | extra)
+        elif chunk.kind == "voice":
+            result = self.client.call("sendVoice", params, files={"voice": voice_file(chunk)})
         else:
             raise PermanentFailure(f"chunk {chunk.index}: kind {chunk.kind!r} not supported")
         message_id = result.get("message_id") if isinstance(result, dict) else None

@@ -21,6 +21,8 @@ import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
@@ -39,6 +41,8 @@ class FakeFeishuState:
     calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     tokens: dict[str, float] = field(default_factory=dict)
     issued: int = 0
+    #: Uploaded files: file_key → bytes (``POST /im/v1/files``).
+    files: dict[str, bytes] = field(default_factory=dict)
     bot_info_calls: int = 0
     #: Replies per replied-to message id, in arrival order.
     replies: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
@@ -70,10 +74,14 @@ class FakeFeishu:
             def _do(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
+                ctype = self.headers.get("Content-Type", "")
+                if ctype.startswith("multipart/form-data"):
+                    body = _multipart(ctype, raw)
+                else:
+                    try:
+                        body = json.loads(raw or b"{}")
+                    except ValueError:
+                        body = {}
                 path, _, qs = self.path.partition("?")
                 query = {k: v[-1] for k, v in parse_qs(qs).items()}
                 status, out, headers = handle(
@@ -146,6 +154,19 @@ class FakeFeishu:
         self.server.server_close()
 
 
+def _multipart(ctype: str, raw: bytes) -> dict[str, Any]:
+    """The fields of a multipart/form-data body (a file field as its bytes)."""
+    message = BytesParser(policy=default).parsebytes(
+        f"Content-Type: {ctype}\r\n\r\n".encode() + raw
+    )
+    out: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        out[name] = data if part.get_filename() else data.decode()
+    return out
+
+
 def _err(status: int, code: int, reset: str | None = None) -> tuple[int, Any, dict[str, str]]:
     headers = {"x-ogw-ratelimit-reset": reset} if reset else {}
     return status, {"code": code, "msg": "scripted failure text"}, headers
@@ -186,6 +207,15 @@ def handle(
             state.bot_info_calls += 1
             bot = {"open_id": BOT_OPEN_ID, "app_name": "neko", "activate_status": 2}
             return 200, {"code": 0, "msg": "ok", "bot": bot}, {}
+        if method == "POST" and path == "/open-apis/im/v1/files":
+            file = body.get("file")
+            if body.get("file_type") != "opus" or not isinstance(file, bytes):
+                return 400, {"code": 234001, "msg": "invalid file_type or file"}, {}
+            if not file.startswith(b"OggS"):
+                return 400, {"code": 234002, "msg": "not an opus file"}, {}
+            key = f"file_v3_{len(state.files) + 1}"
+            state.files[key] = file
+            return 200, {"code": 0, "msg": "success", "data": {"file_key": key}}, {}
         if method == "POST" and path == "/open-apis/im/v1/messages":
             if (query or {}).get("receive_id_type") != "chat_id" or not body.get("receive_id"):
                 return 400, {"code": 230001, "msg": "invalid receive_id"}, {}

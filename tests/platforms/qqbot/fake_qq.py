@@ -13,6 +13,7 @@ until released.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -47,6 +48,8 @@ class FakeQQState:
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     seen: set[tuple[str, str, int]] = field(default_factory=set)
     duplicates: int = 0
+    #: Uploaded rich media: file_info → bytes.
+    files: dict[str, bytes] = field(default_factory=dict)
     scripted: dict[str, deque[tuple[int, int]]] = field(default_factory=lambda: defaultdict(deque))
     holds: dict[str, threading.Event] = field(default_factory=dict)
     held: dict[str, threading.Event] = field(default_factory=dict)
@@ -154,6 +157,19 @@ class FakeQQ:
         self.server.server_close()
 
 
+def _upload(state: FakeQQState, kind: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """``POST /v2/{users|groups}/{id}/files``: a base64 SILK voice becomes a file_info."""
+    try:
+        data = base64.b64decode(str(body.get("file_data") or ""), validate=True)
+    except ValueError:
+        return _err(400, 40034001, "file_data invalid")
+    if body.get("file_type") != 3 or not data.startswith(b"\x02#!SILK_V3"):
+        return _err(400, 40034002, "voice must be silk")
+    info = f"fi-{kind}-{len(state.files) + 1}"
+    state.files[info] = data
+    return 200, {"file_uuid": info, "file_info": info, "ttl": 3600}
+
+
 def _err(status: int, code: int, message: str) -> tuple[int, dict[str, Any]]:
     return status, {"code": code, "message": message, "err_code": code, "trace_id": "fake"}
 
@@ -193,6 +209,8 @@ def handle(
         if method != "POST" or chat is None:
             return _err(404, 404, "not found")
         kind, chat_id = chat
+        if path.endswith("/files"):  # rich media upload (file_type 3: voice, SILK only)
+            return _upload(state, kind, body)
         if state.scripted[chat_id]:
             status, code = state.scripted[chat_id].popleft()
             return _err(status, code, "scripted")
@@ -202,7 +220,10 @@ def handle(
                 state.duplicates += 1
                 return _err(400, 40054005, "消息被去重,请检查请求msgseq")
             state.seen.add(key)
-        if not str(body.get("content") or "").strip():
+        if body.get("msg_type") == 7:
+            if (body.get("media") or {}).get("file_info") not in state.files:
+                return _err(400, 40034028, "file_info invalid")
+        elif not str(body.get("content") or "").strip():
             return _err(400, 50006, "message is empty")
         state.messages[chat_id].append(body)
         message_id = f"m-{sum(len(v) for v in state.messages.values())}"

@@ -6,7 +6,8 @@ api.telegram.org: 401 for an unknown token, 403 "Forbidden: bot was blocked by t
 "Bad Request: chat not found", 400 "group chat was upgraded to a supergroup chat" with
 ``parameters.migrate_to_chat_id`` for a migrated group (``migrate``), 429 "Too Many Requests:
 retry after N" — scripted per chat, or automatically when a chat gets more messages than
-``flood_limit`` in one second (as Telegram does). ``getUpdates`` serves queued updates with
+``flood_limit`` in one second (as Telegram does). ``sendVoice`` takes its upload as
+multipart/form-data (``voice`` recorded with its bytes). ``getUpdates`` serves queued updates with
 offset semantics and long polling; ``hold`` keeps the answer to the next sendMessage of a chat
 until released (to kill a worker mid-call); ``answer_late`` delivers the next one but answers
 it only after a delay (a slow platform: the client's read timeout fires although the message
@@ -20,6 +21,8 @@ import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -83,10 +86,14 @@ class FakeBotApi:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                try:
-                    params = json.loads(raw or b"{}")
-                except ValueError:
-                    params = {}
+                ctype = self.headers.get("Content-Type", "")
+                if ctype.startswith("multipart/form-data"):
+                    params = _multipart(ctype, raw)
+                else:
+                    try:
+                        params = json.loads(raw or b"{}")
+                    except ValueError:
+                        params = {}
                 parts = self.path.strip("/").split("/")
                 if len(parts) != 2 or not parts[0].startswith("bot"):
                     self._answer(404, {"ok": False, "error_code": 404, "description": "Not Found"})
@@ -177,6 +184,33 @@ class FakeBotApi:
         self.server.server_close()
 
 
+def _multipart(ctype: str, raw: bytes) -> dict[str, Any]:
+    """The fields of a multipart/form-data body; an uploaded file becomes
+    ``{"file_name", "content_type", "size", "data"}`` and JSON-looking fields are decoded (as
+    the Bot API reads form parameters)."""
+    message = BytesParser(policy=default).parsebytes(
+        f"Content-Type: {ctype}\r\n\r\n".encode() + raw
+    )
+    out: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if part.get_filename():
+            out[name] = {
+                "file_name": part.get_filename(),
+                "content_type": part.get_content_type(),
+                "size": len(data),
+                "data": data,
+            }
+            continue
+        text = data.decode()
+        try:
+            out[name] = json.loads(text) if text[:1] in "{[" or text.lstrip("-").isdigit() else text
+        except ValueError:
+            out[name] = text
+    return out
+
+
 def _error(code: int, description: str, **parameters: Any) -> tuple[int, dict[str, Any]]:
     body: dict[str, Any] = {"ok": False, "error_code": code, "description": description}
     if parameters:
@@ -205,7 +239,7 @@ def handle(state: FakeState, token: str, method: str, params: dict[str, Any]) ->
         return 200, {"ok": True, "result": True}
     if method == "getUpdates":
         return _get_updates(state, params)
-    if method in ("sendMessage", "sendPhoto"):
+    if method in ("sendMessage", "sendPhoto", "sendVoice"):
         return _send(state, params, now)
     return _error(404, "Not Found: method not found")
 
