@@ -108,6 +108,8 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
         m = turn.required("memory_build", MemoryBuildResult)
         out = turn.required("review", ReviewOutput)
         rendered = render(deps, run, m.reply_text)
+        if b.greeting:  # the card's greeting goes out first, as its own message(s)
+            rendered = render(deps, run, b.greeting) + rendered
         done = {"status": TurnStatus.done.value, "finished_at": utcnow(), "rendered": rendered}
         # Lock the turn while it is still running: a concurrent supersede (on_busy = interrupt)
         # either happened first (nothing is applied) or waits for this commit (and then finds

@@ -25,6 +25,7 @@ from nekoflow.memory.retrieve import PromptMemories, prompt_memories
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import touch
 from nekoflow.memory.window import line_text, window
+from nekoflow.proactive.decide import greeting_to_deliver
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role
@@ -309,6 +310,9 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         example_chars=prompt_settings().prompt_example_chars,
     )
     kept = window(rows, _window_budget(prompt, text), estimate_tokens)
+    greeting = None
+    if card is not None and deps.proactive.for_scope(turn.run.channel, d.scope_id).greeting:
+        greeting = greeting_to_deliver(rows, d.save_id)
     result = BeforeTurnResult(
         system_prompt=prompt.system,
         depth_inserts=[asdict(i) for i in prompt.depth_inserts],
@@ -331,6 +335,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         history_lines=len(kept),
         history_beyond=len(kept) < len(rows) or len(rows) >= deps.settings.history_limit,
         relationship=relationship,
+        greeting=greeting,
     )
     return _save_result(
         deps,
