@@ -39,6 +39,7 @@ task_routes = {
     "nekoflow.turn.typing": {"queue": "outbound"},
     "nekoflow.turn.*": {"queue": "turns"},
     "nekoflow.sweep": {"queue": "turns"},
+    "nekoflow.proactive.*": {"queue": "turns"},
     "nekoflow.rereview.*": {"queue": "review"},
     "nekoflow.memory.*": {"queue": "memory"},
 }
@@ -46,6 +47,12 @@ task_routes = {
 # The sweeper re-publishes turns that stopped moving (crashed worker, lost message).
 beat_schedule = {
     "nekoflow-sweep": {"task": "nekoflow.sweep", "schedule": _settings.sweep_interval_seconds},
+    # The character writes first: due follow-ups and reminders (claimed in SQL exactly once,
+    # so two beat processes are safe).
+    "nekoflow-proactive": {
+        "task": "nekoflow.proactive.sweep",
+        "schedule": _settings.proactive_sweep_seconds,
+    },
 }
 
 timezone = "UTC"

@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     turn_lease_seconds: float = Field(default=20.0, gt=0)
     stage_max_attempts: int = Field(default=5, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, gt=0)
+    #: How often beat runs the proactive sweep, which starts the due follow-ups and reminders
+    #: (``[proactive*]`` in config.ini); a due message goes out at most this much late.
+    proactive_sweep_seconds: float = Field(default=30.0, gt=0)
     history_limit: int = Field(default=200, ge=1)
     recent_message_limit: int = Field(default=6, ge=0)
     memory_prompt_chars: int = Field(default=1200, ge=0)

@@ -5,7 +5,10 @@ wrappers over the plain-Python stage functions in ``nekoflow.turns``.
 """
 
 from nekoflow.observability import worker as _observability  # noqa: F401  (metrics signals)
-from tasks import checks  # noqa: F401  (worker start-up checks)
+from tasks import (
+    checks,  # noqa: F401  (worker start-up checks)
+    proactive,  # noqa: F401  (the proactive sweep task)
+)
 from tasks.app import app
 from tasks.rereview import rereview_batch
 from tasks.turns import enqueue_turn, publish_turn, turn_chain

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from sqlalchemy import and_, bindparam, func, update
+from sqlalchemy import and_, bindparam, func, or_, update
 from sqlalchemy import literal as sa_literal
 from sqlalchemy import select as sa_select
 from sqlalchemy import true as sa_true
@@ -47,7 +47,12 @@ def _probe() -> Any:
     ``scope`` (its id and creation time), if any."""
     queued = (
         sa_select(_RUN.c.turn_id, _RUN.c.created_at)
-        .where(_RUN.c.scope_id == bindparam("scope"), _RUN.c.status == TurnStatus.queued.value)
+        .where(
+            _RUN.c.scope_id == bindparam("scope"),
+            _RUN.c.status == TurnStatus.queued.value,
+            # a proactive turn (the character writes first) never takes a user's message in
+            or_(_RUN.c.dedupe_key.is_(None), ~_RUN.c.dedupe_key.startswith("proactive:")),
+        )
         .order_by(_RUN.c.seq.desc())
         .limit(1)
         .subquery()

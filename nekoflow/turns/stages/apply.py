@@ -13,6 +13,7 @@ from nekoflow.flow.policy import OnBusy
 from nekoflow.flow.store import newer_turn_exists, supersede_turn
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
+from nekoflow.proactive.plan import plan_after_user_turn
 from nekoflow.review.models import ReviewOutput
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import (
@@ -131,6 +132,11 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
                 s.rollback()
                 raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
             result = _apply(deps, s, turn_id, d, b, out, moved, now)
+            # the user's message ends a silence and starts one: its follow-up, if any, commits
+            # with the turn (a proactive turn's next one is chained by the sweep)
+            policy = deps.proactive.for_scope(run.channel, d.scope_id)
+            if policy.follow_up_after is not None:
+                plan_after_user_turn(s, run, policy, last_at=d.sent_at or now)
             store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
             # Idempotent per turn_id, so a rollback below followed by a retry counts once.
             deps.cooldowns.record(

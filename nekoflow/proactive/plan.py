@@ -1,0 +1,61 @@
+"""Planning proactive turns in the transaction that applies a user's turn: its silence gets a
+follow-up (replacing the scope's earlier one), so the schedule commits exactly when the turn
+does."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from nekoflow.proactive.config import ProactivePolicy
+from nekoflow.proactive.decide import follow_up_at
+from nekoflow.proactive.store import add_schedule, cancel_open
+from nekoflow.proactive.tables import ProactiveSchedule, ScheduleKind
+from nekoflow.proactive.turns import proactive_of
+from nekoflow.storage.fastsql import Bind
+from nekoflow.storage.turns import TurnRun
+
+
+def follow_up_seed(scope_id: str, anchor_turn_id: str, n: int) -> str:
+    """The jitter seed of follow-up ``n`` after the user's turn ``anchor_turn_id``."""
+    return f"{scope_id}:{anchor_turn_id}:{n}"
+
+
+def follow_up_key(anchor_turn_id: str, n: int) -> str:
+    """The schedule key of follow-up ``n`` after the user's turn ``anchor_turn_id``."""
+    return f"follow_up:{anchor_turn_id}:{n}"
+
+
+def plan_after_user_turn(
+    s: Bind, run: TurnRun, policy: ProactivePolicy, *, last_at: datetime
+) -> ProactiveSchedule | None:
+    """In ``s``'s transaction: the user's turn ``run`` ends a silence (the scope's due
+    follow-ups are cancelled) and starts one (follow-up 1 at ``last_at`` + the gap, when the
+    scope has follow-ups on). A proactive turn plans nothing here (the sweep chains those)."""
+    if run.scope_id is None or proactive_of(run.request.get("metadata")) is not None:
+        return None
+    cancel_open(s, run.scope_id, kind=ScheduleKind.follow_up.value, reason="the user wrote")
+    due = follow_up_at(last_at, policy, follow_up_seed(run.scope_id, run.turn_id, 1))
+    if due is None:
+        return None
+    row = ProactiveSchedule(
+        key=follow_up_key(run.turn_id, 1),
+        kind=ScheduleKind.follow_up.value,
+        channel=run.channel,
+        scope_id=run.scope_id,
+        character_id=run.character_id,
+        bot=run.bot,
+        due_at=due,
+        n=1,
+        anchor_turn_id=run.turn_id,
+        anchor_seq=run.seq,
+        request=_without_text(run.request),
+        context=run.context,
+    )
+    add_schedule(s, row)
+    return row
+
+
+def _without_text(request: dict[str, Any]) -> dict[str, Any]:
+    """The anchor request as stored on the schedule: the chat's ids, never the message text."""
+    return {k: v for k, v in request.items() if k not in ("content", "attachments")}

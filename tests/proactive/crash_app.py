@@ -1,0 +1,29 @@
+"""The real Celery app plus one fault: when Redis holds ``crash:proactive:fired``, the first
+proactive sweep that has started a schedule's turn SIGKILLs its worker before marking the
+schedule fired (a restart mid-fire)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import redis
+
+from nekoflow.proactive import store
+from tasks import app
+
+__all__ = ["app"]
+
+_redis = redis.Redis.from_url(os.environ["NEKOFLOW_REDIS_URL"])
+_settle = store.settle
+
+
+def _settle_or_die(engine: Any, schedule_id: int, state: str, **values: Any) -> bool:
+    if state == "fired" and _redis.getdel("crash:proactive:fired"):
+        _redis.rpush("crash:log", f"proactive:{schedule_id}")
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    return _settle(engine, schedule_id, state, **values)
+
+
+store.settle = _settle_or_die  # type: ignore[assignment]
