@@ -88,8 +88,9 @@ def decide_fire(
 
     A follow-up is dropped when the user wrote since its silence began (their turn schedules
     the next one), when follow-ups were switched off, or after ``max_unanswered`` proactive
-    messages in a row; a reminder only when reminders were switched off (it was promised).
-    In quiet hours either waits for their end.
+    messages in a row, and waits for the end of quiet hours; a reminder is dropped only when
+    reminders were switched off, and fires at its time even in quiet hours (the user asked
+    for that time: "明天早上6点叫我").
     """
     if kind == "follow_up":
         if policy.follow_up_after is None:
@@ -98,11 +99,11 @@ def decide_fire(
             return FireDecision("drop", "the user wrote")
         if unanswered >= policy.max_unanswered:
             return FireDecision("drop", f"{unanswered} unanswered")
+        if in_quiet_hours(now, policy):
+            return FireDecision("later", "quiet hours", quiet_hours_end(now, policy))
     elif not policy.reminders:
         return FireDecision("drop", "reminders off")
-    if in_quiet_hours(now, policy):
-        return FireDecision("later", "quiet hours", quiet_hours_end(now, policy))
-    return FireDecision("fire")
+    return FireDecision("fire")  # a reminder keeps its time, quiet hours or not (it was asked)
 
 
 def next_follow_up(

@@ -9,6 +9,7 @@ from typing import Any
 
 from nekoflow.proactive.config import ProactivePolicy
 from nekoflow.proactive.decide import follow_up_at
+from nekoflow.proactive.reminders import cancels_reminders, find_reminder
 from nekoflow.proactive.store import add_schedule, cancel_open
 from nekoflow.proactive.tables import ProactiveSchedule, ScheduleKind
 from nekoflow.proactive.turns import proactive_of
@@ -59,3 +60,39 @@ def plan_after_user_turn(
 def _without_text(request: dict[str, Any]) -> dict[str, Any]:
     """The anchor request as stored on the schedule: the chat's ids, never the message text."""
     return {k: v for k, v in request.items() if k not in ("content", "attachments")}
+
+
+def reminder_key(turn_id: str) -> str:
+    """The schedule key of the reminder a user's turn asked for (one per turn)."""
+    return f"reminder:{turn_id}"
+
+
+def plan_reminders(
+    s: Bind, run: TurnRun, policy: ProactivePolicy, *, text: str, said_at: datetime
+) -> ProactiveSchedule | None:
+    """In ``s``'s transaction: the user's message calls the scope's reminders off, or asks
+    for one ("明天早上叫我起床"), which is scheduled at its time (reminders on)."""
+    if run.scope_id is None or not policy.reminders:
+        return None
+    if cancels_reminders(text):
+        cancel_open(s, run.scope_id, kind=ScheduleKind.reminder.value, reason="the user cancelled")
+        return None
+    found = find_reminder(text, said_at, policy.zone())
+    if found is None:
+        return None
+    row = ProactiveSchedule(
+        key=reminder_key(run.turn_id),
+        kind=ScheduleKind.reminder.value,
+        channel=run.channel,
+        scope_id=run.scope_id,
+        character_id=run.character_id,
+        bot=run.bot,
+        due_at=found.at,
+        anchor_turn_id=run.turn_id,
+        anchor_seq=run.seq,
+        note=found.what,
+        request=_without_text(run.request),
+        context=run.context,
+    )
+    add_schedule(s, row)
+    return row

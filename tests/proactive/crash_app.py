@@ -1,5 +1,5 @@
-"""The real Celery app plus one fault: when Redis holds ``crash:proactive:fired``, the first
-proactive sweep that has started a schedule's turn SIGKILLs its worker before marking the
+"""The real Celery app plus one fault: when Redis holds ``crash:proactive:fired`` = a schedule
+id, the sweep that has started that schedule's turn SIGKILLs its worker before marking the
 schedule fired (a restart mid-fire)."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ _settle = store.settle
 
 
 def _settle_or_die(engine: Any, schedule_id: int, state: str, **values: Any) -> bool:
-    if state == "fired" and _redis.getdel("crash:proactive:fired"):
+    key = "crash:proactive:fired"
+    if state == "fired" and _redis.get(key) == str(schedule_id).encode() and _redis.delete(key):
         _redis.rpush("crash:log", f"proactive:{schedule_id}")
         os.killpg(os.getpgid(0), signal.SIGKILL)
     return _settle(engine, schedule_id, state, **values)

@@ -147,6 +147,14 @@ def test_decide_fire() -> None:
     quiet = fire(now=datetime(2026, 3, 2, 15, 30, tzinfo=UTC))
     assert (quiet.kind, quiet.at) == ("later", datetime(2026, 3, 3, 0, 0, tzinfo=UTC))
     assert fire("reminder").kind == "drop"  # reminders are opt-in
+    on_at_night = decide_fire(
+        kind="reminder",
+        now=datetime(2026, 3, 2, 22, 0, tzinfo=UTC),  # 06:00 local: quiet, but asked for
+        policy=policy.model_copy(update={"reminders": True}),
+        user_wrote_since=False,
+        unanswered=0,
+    )
+    assert on_at_night.kind == "fire"
     on = policy.model_copy(update={"reminders": True})
     assert (
         decide_fire(kind="reminder", now=T0, policy=on, user_wrote_since=True, unanswered=5).kind

@@ -5,6 +5,8 @@ the clock injected into the sweep (never slept):
 - the card's greeting arrives once, before the first reply, and never again;
 - a silent chat gets its follow-up after the gap, not in quiet hours, and no more than K in a
   row; the user writing again starts a new silence;
+- a promised reminder fires once at its time (quiet hours or not), and not after the user
+  calls it off;
 - two concurrent sweeps (and one in this process) and a worker SIGKILLed between starting a
   schedule's turn and marking it fired never send a proactive message twice.
 """
@@ -46,6 +48,7 @@ follow_up_jitter = 0
 max_unanswered = 2
 quiet_hours = 23:00-08:00
 timezone = UTC
+reminders = true
 """
 
 
@@ -87,7 +90,8 @@ class Env:
     def say(self, chat: int, words: str) -> None:
         from tasks import enqueue_turn
 
-        enqueue_turn("telegram", tg_update(chat, words), bot="neko")
+        # one user per chat: a private chat's scope is its user
+        enqueue_turn("telegram", tg_update(chat, words, user_id=chat), bot="neko")
 
     def schedules(self, chat: int, states: tuple[str, ...] = OPEN_STATES) -> list[Any]:
         rows = pstore.list_schedules(self.engine, states=states)
@@ -98,6 +102,16 @@ class Env:
         from tasks.proactive import proactive_sweep
 
         return proactive_sweep.apply_async(args=[now.isoformat()]).get(timeout=60)
+
+    def reminders(self, chat: int) -> list[TurnRun]:
+        """The chat's reminder turns."""
+        meta = [(r, r.request.get("metadata", {}).get("proactive") or {}) for r in self.runs(chat)]
+        return [r for r, p in meta if p.get("kind") == "reminder"]
+
+    def fired(self, chat: int, report: dict[str, Any]) -> list[str]:
+        """The turns a sweep started in ``chat`` (other chats' follow-ups may be due too)."""
+        mine = {r.turn_id for r in self.runs(chat)}
+        return [t for t in report["fired"] if t in mine]
 
 
 @pytest.fixture(scope="module")
@@ -216,13 +230,14 @@ def test_follow_up_after_silence_quiet_hours_and_k_unanswered(env: Env) -> None:
     (row,) = env.schedules(chat)
     assert (row.kind, row.n, row.state) == ("follow_up", 1, "due")
     due = row.due_at
-    assert env.sweep(due - timedelta(minutes=1))["fired"] == []  # not yet
+    assert env.fired(chat, env.sweep(due - timedelta(minutes=1))) == []  # not yet
     quiet = _next(due, 23) + timedelta(minutes=30)  # 23:30 UTC: in the quiet hours
-    assert env.sweep(quiet)["later"] == [row.id]
+    assert row.id in env.sweep(quiet)["later"]
+    assert len(env.runs(chat)) == 1
     moved = pstore.get(env.engine, row.id)
     assert moved is not None and moved.due_at == _next(quiet, 8)  # waits for 08:00
     morning = _next(quiet, 8) + timedelta(minutes=5)
-    assert len(env.sweep(morning)["fired"]) == 1
+    assert len(env.fired(chat, env.sweep(morning))) == 1
     env.wait_settled(chat, 2)
     proactive = env.runs(chat)[1]
     assert proactive.request["metadata"]["proactive"]["n"] == 1
@@ -231,10 +246,11 @@ def test_follow_up_after_silence_quiet_hours_and_k_unanswered(env: Env) -> None:
     # the second in a row, an hour later; then it stops (max_unanswered = 2)
     (second,) = env.schedules(chat)
     assert second.n == 2 and second.due_at == morning + timedelta(hours=1)
-    assert len(env.sweep(second.due_at)["fired"]) == 1
+    assert len(env.fired(chat, env.sweep(second.due_at))) == 1
     env.wait_settled(chat, 3)
     assert env.schedules(chat) == []
-    assert env.sweep(morning + timedelta(days=3))["fired"] == []
+    assert env.fired(chat, env.sweep(morning + timedelta(days=3))) == []
+    assert len(env.runs(chat)) == 3
     # the user writes again: a new silence, a new first follow-up
     env.say(chat, "我回来了")
     env.wait_settled(chat, 4)
@@ -250,7 +266,7 @@ def test_concurrent_sweeps_and_a_sigkill_mid_fire_send_once(env: Env) -> None:
     (row,) = env.schedules(chat)
     at = _next(row.due_at, 12)  # noon: due, outside the quiet hours
     client = redis.Redis.from_url(REDIS_URL)
-    client.set("crash:proactive:fired", 1)  # the worker dies after starting the turn
+    client.set("crash:proactive:fired", row.id)  # its worker dies after starting the turn
     from tasks.proactive import proactive_sweep
 
     proactive_sweep.apply_async(args=[at.isoformat()])
@@ -284,3 +300,39 @@ def test_concurrent_sweeps_and_a_sigkill_mid_fire_send_once(env: Env) -> None:
     assert len(env.fake.texts(chat)) == sent + len(proactive.rendered or [])  # sent once
     assert sorted(r.n for r in chained) == [1, 2]  # and one next follow-up
     client.close()
+
+
+def test_promised_reminder_fires_once_and_not_after_cancel(env: Env) -> None:
+    chat = 4004
+    env.say(chat, "明天早上7点叫我起床")
+    env.wait_settled(chat, 1)
+    sent = len(env.fake.texts(chat))
+    (wake,) = [r for r in env.schedules(chat) if r.kind == "reminder"]
+    said = env.runs(chat)[0]
+    assert wake.note == "起床" and wake.anchor_turn_id == said.turn_id
+    assert (wake.due_at.hour, wake.due_at.minute) == (7, 0)  # 07:00 UTC, in the quiet hours
+    assert env.fired(chat, env.sweep(wake.due_at - timedelta(minutes=1))) == []
+    assert len(env.fired(chat, env.sweep(wake.due_at))) == 1  # on time all the same
+    env.wait_settled(chat, 2)
+    (reminder,) = env.reminders(chat)
+    assert reminder.request["metadata"]["proactive"] == {
+        "kind": "reminder",
+        "schedule": wake.id,
+        "n": 1,
+        "note": "起床",
+    }
+    assert len(env.fake.texts(chat)) == sent + len(reminder.rendered or [])
+    # once (the chat's follow-up waits for 08:00, the end of the quiet hours)
+    assert env.fired(chat, env.sweep(wake.due_at + timedelta(minutes=30))) == []
+    # another one, then the user calls it off before its time
+    env.say(chat, "后天早上8点提醒我开会")
+    env.wait_settled(chat, 3)
+    meeting = [r for r in env.schedules(chat) if r.kind == "reminder"]
+    assert [r.note for r in meeting] == ["开会"]
+    env.say(chat, "算了,不用提醒我了")
+    env.wait_settled(chat, 4)
+    assert [r for r in env.schedules(chat) if r.kind == "reminder"] == []
+    cancelled = pstore.get(env.engine, meeting[0].id)
+    assert cancelled is not None and cancelled.state == "cancelled"
+    env.sweep(meeting[0].due_at + timedelta(minutes=1))  # (the chat's follow-up may fire)
+    assert [r.turn_id for r in env.reminders(chat)] == [reminder.turn_id]
