@@ -39,8 +39,13 @@ def add_schedule(s: Bind, row: ProactiveSchedule) -> bool:
     values = {c.name: getattr(row, c.name) for c in _T.columns if c.name != "id"}
     dialect = s.get_bind().dialect.name if isinstance(s, Session) else s.dialect.name
     mod: Any = postgresql if dialect == "postgresql" else sqlite
-    stmt = mod.insert(_T).values(**values).on_conflict_do_nothing(index_elements=["key"])
-    return bool(s.execute(stmt).rowcount)  # type: ignore[attr-defined]
+    stmt = (
+        mod.insert(_T)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["key"])
+        .returning(_T.c.id)
+    )
+    return s.execute(stmt).first() is not None  # (rowcount is not reliable here)
 
 
 def cancel_open(
