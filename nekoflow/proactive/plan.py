@@ -7,6 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Engine
+
 from nekoflow.proactive.config import ProactivePolicy
 from nekoflow.proactive.decide import follow_up_at
 from nekoflow.proactive.reminders import cancels_reminders, find_reminder
@@ -96,3 +99,17 @@ def plan_reminders(
     )
     add_schedule(s, row)
     return row
+
+
+def stop_scope(engine: Engine, turn_id: str, reason: str) -> int:
+    """The turn's user or group can no longer be reached (``reason``: the delivery failure):
+    cancel the scope's due follow-ups and reminders; they start again when the user writes."""
+    with engine.begin() as conn:
+        scope = conn.execute(
+            sa_select(TurnRun.__table__.c.scope_id).where(  # type: ignore[attr-defined]
+                TurnRun.__table__.c.turn_id == turn_id  # type: ignore[attr-defined]
+            )
+        ).scalar()
+        if scope is None:
+            return 0
+        return cancel_open(conn, scope, reason=f"recipient unreachable: {reason}"[:500])

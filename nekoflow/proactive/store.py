@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, or_, update
+from sqlalchemy import and_, exists, func, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -115,6 +115,23 @@ def user_wrote_since(engine: Engine, scope_id: str, seq: int) -> bool:
         return bool(conn.execute(stmt).scalar())
 
 
+def fired_since(engine: Engine, scope_id: str, since: datetime, now: datetime) -> int:
+    """How many of the scope's schedules fired with a due time in [``since``, ``now``] (the
+    bot-started messages a platform quota counts)."""
+    stmt = (
+        sa_select(func.count())
+        .select_from(_T)
+        .where(
+            _T.c.scope_id == scope_id,
+            _T.c.state == ScheduleState.fired.value,
+            _T.c.due_at >= since,
+            _T.c.due_at <= now,
+        )
+    )
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar() or 0)
+
+
 def list_schedules(
     engine: Engine,
     *,
@@ -157,6 +174,7 @@ __all__ = [
     "cancel",
     "cancel_open",
     "claim_due",
+    "fired_since",
     "get",
     "list_schedules",
     "settle",

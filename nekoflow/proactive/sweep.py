@@ -9,11 +9,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from nekoflow.channels import ChatRequest
+from nekoflow.delivery.registry import destination_for
 from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactivePolicy
 from nekoflow.proactive.decide import decide_fire, next_follow_up
 from nekoflow.proactive.plan import follow_up_key, follow_up_seed
+from nekoflow.proactive.rules import active_quota, quota_refusal
 from nekoflow.proactive.tables import ProactiveSchedule, ScheduleKind, ScheduleState
 from nekoflow.proactive.turns import proactive_request
 from nekoflow.redact import safe_error
@@ -71,6 +74,11 @@ def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepRep
         )
         report.later.append(row.id)
         return
+    refusal = _platform_refusal(deps, row, now)
+    if refusal is not None:  # the platform would refuse it: recorded, not sent
+        store.settle(deps.engine, row.id, ScheduleState.dropped.value, reason=refusal)
+        report.dropped.append(row.id)
+        return
     run = TurnRun(
         turn_id=uuid.uuid4().hex,
         channel=row.channel,
@@ -92,6 +100,23 @@ def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepRep
         _chain(deps, row, now, policy)
     store.settle(deps.engine, row.id, ScheduleState.fired.value, turn_id=turn.turn_id, reason=None)
     report.fired.append(turn.turn_id)
+
+
+def _platform_refusal(deps: TurnDeps, row: ProactiveSchedule, now: datetime) -> str | None:
+    """Why the platform would refuse a message the bot starts to the schedule's chat (no
+    destination, or its active-message quota used), or None."""
+    try:
+        request = ChatRequest.model_validate(row.request)
+    except ValueError:
+        return "the stored request is not valid"
+    dest = destination_for(row.channel, request, row.bot)
+    if dest is None:
+        return None  # a channel without a sender (Web): the reply is read, not pushed
+    quota = active_quota(dest)
+    if quota is None:
+        return None
+    started = store.fired_since(deps.engine, row.scope_id, quota.since(now), now)
+    return quota_refusal(quota, started)
 
 
 def _chain(deps: TurnDeps, row: ProactiveSchedule, now: datetime, policy: ProactivePolicy) -> None:

@@ -336,3 +336,20 @@ def test_promised_reminder_fires_once_and_not_after_cancel(env: Env) -> None:
     assert cancelled is not None and cancelled.state == "cancelled"
     env.sweep(meeting[0].due_at + timedelta(minutes=1))  # (the chat's follow-up may fire)
     assert [r.turn_id for r in env.reminders(chat)] == [reminder.turn_id]
+
+
+def test_a_user_who_blocked_the_bot_gets_nothing_more(env: Env) -> None:
+    chat = 4005
+    env.say(chat, "拜拜")
+    env.wait_settled(chat, 1)
+    (row,) = env.schedules(chat)
+    env.fake.fail_next(str(chat), 403, "Forbidden: bot was blocked by the user")
+    assert len(env.fired(chat, env.sweep(_next(row.due_at, 12)))) == 1
+    env.wait_settled(chat, 2)
+    refused = env.runs(chat)[1]
+    assert refused.delivery_status == "failed"
+    assert "bot blocked by the user" in (refused.delivery_reason or "")
+    assert env.schedules(chat) == []  # the next follow-up was cancelled, with the reason
+    (chained,) = [r for r in env.schedules(chat, states=("cancelled",)) if r.n == 2]
+    assert "recipient unreachable" in (chained.reason or "")
+    assert env.fired(chat, env.sweep(_next(row.due_at, 12) + timedelta(days=2))) == []
