@@ -12,6 +12,7 @@ from datetime import datetime
 from nekoflow.channels import ChatRequest
 from nekoflow.delivery.registry import destination_for
 from nekoflow.delivery.runner import initial_delivery_status
+from nekoflow.observability import hooks
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactivePolicy
 from nekoflow.proactive.decide import decide_fire, next_follow_up
@@ -47,13 +48,14 @@ def sweep_due(deps: TurnDeps, now: datetime | None = None, *, limit: int = 100) 
     report = SweepReport()
     for row in store.claim_due(deps.engine, now, lease_seconds=LEASE_SECONDS, limit=limit):
         try:
-            _one(deps, row, now, report)
+            outcome = _one(deps, row, now, report)
+            hooks.proactive(row.kind, outcome)
         except Exception as exc:  # its lease runs out and a later sweep tries again
             log.warning("proactive schedule %s: not fired (%s)", row.id, safe_error(exc))
     return report
 
 
-def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepReport) -> None:
+def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepReport) -> str:
     assert row.id is not None
     policy = deps.proactive.for_scope(row.channel, row.scope_id)
     wrote = (
@@ -67,18 +69,18 @@ def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepRep
     if decision.kind == "drop":
         store.settle(deps.engine, row.id, ScheduleState.dropped.value, reason=decision.reason)
         report.dropped.append(row.id)
-        return
+        return "dropped"
     if decision.kind == "later":
         store.settle(
             deps.engine, row.id, ScheduleState.due.value, due_at=decision.at, reason=decision.reason
         )
         report.later.append(row.id)
-        return
+        return "later"
     refusal = _platform_refusal(deps, row, now)
     if refusal is not None:  # the platform would refuse it: recorded, not sent
         store.settle(deps.engine, row.id, ScheduleState.dropped.value, reason=refusal)
         report.dropped.append(row.id)
-        return
+        return "dropped"
     run = TurnRun(
         turn_id=uuid.uuid4().hex,
         channel=row.channel,
@@ -100,6 +102,7 @@ def _one(deps: TurnDeps, row: ProactiveSchedule, now: datetime, report: SweepRep
         _chain(deps, row, now, policy)
     store.settle(deps.engine, row.id, ScheduleState.fired.value, turn_id=turn.turn_id, reason=None)
     report.fired.append(turn.turn_id)
+    return "fired"
 
 
 def _platform_refusal(deps: TurnDeps, row: ProactiveSchedule, now: datetime) -> str | None:

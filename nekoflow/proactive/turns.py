@@ -44,6 +44,17 @@ def proactive_of(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def proactive_label(request: dict[str, Any] | None) -> str | None:
+    """How ``runs`` and the runs page name a proactive turn ("proactive follow_up #2",
+    "proactive reminder"); None for a user's turn."""
+    marker = proactive_of((request or {}).get("metadata"))
+    if marker is None:
+        return None
+    kind = str(marker.get("kind") or "follow_up")
+    n = marker.get("n")
+    return f"proactive {kind} #{n}" if kind == "follow_up" and n else f"proactive {kind}"
+
+
 def _gap_label(seconds: float | None) -> str:
     if seconds is None:
         return "一段时间"

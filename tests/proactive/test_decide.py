@@ -162,3 +162,28 @@ def test_decide_fire() -> None:
     )  # a promise is kept whatever the user said since
     assert next_follow_up(T0, policy, unanswered=1, seed="s") is not None
     assert next_follow_up(T0, policy, unanswered=2, seed="s") is None
+
+
+def test_a_proactive_request_keeps_the_chat_not_the_message() -> None:
+    from nekoflow.proactive.turns import instruction, proactive_label, proactive_request
+
+    anchor = {
+        "channel": "telegram",
+        "conversation_id": "42",
+        "user_id": "42",
+        "content": "我去睡了",
+        "message_id": "77",
+        "attachments": [{"type": "image"}],
+        "metadata": {"date": 1700000000, "chat_type": "private", "edited": True},
+    }
+    req = proactive_request(anchor, kind="follow_up", schedule_id=5, n=2, now=T0)
+    assert (req["content"], req["message_id"], req["attachments"]) == ("", "", [])
+    assert req["metadata"] == {
+        "chat_type": "private",
+        "proactive": {"kind": "follow_up", "schedule": 5, "n": 2},
+        "sent_at": T0.isoformat(),
+    }
+    assert proactive_label(req) == "proactive follow_up #2"
+    assert proactive_label(anchor) is None
+    assert "3天" in instruction("follow_up", gap_seconds=3 * 86400)
+    assert "「起床」" in instruction("reminder", gap_seconds=None, note="起床")

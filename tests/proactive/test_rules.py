@@ -67,6 +67,11 @@ def test_a_qq_user_gets_four_bot_started_messages_a_month(deps) -> None:
                     request=request,
                 ),
             )
+    from nekoflow.observability import metrics
+
+    metrics.install()
+    dropped = metrics.PROACTIVE.labels("follow_up", "dropped")
+    before = dropped._value.get()
     fired = []
     for day in range(5, -1, -1):  # one sweep a day: one due schedule each
         fired += sweep_due(deps, NOW - timedelta(days=day)).fired
@@ -74,3 +79,4 @@ def test_a_qq_user_gets_four_bot_started_messages_a_month(deps) -> None:
     rows = store.list_schedules(deps.engine, states=None)
     refused = [r for r in rows if r.state == "dropped"]
     assert [r.reason for r in refused] == ["qqbot: 4 active messages per user per month used (4)"]
+    assert dropped._value.get() == before + 1  # nekoflow_proactive{outcome="dropped"}
