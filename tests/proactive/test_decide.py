@@ -187,3 +187,15 @@ def test_a_proactive_request_keeps_the_chat_not_the_message() -> None:
     assert proactive_label(anchor) is None
     assert "3天" in instruction("follow_up", gap_seconds=3 * 86400)
     assert "「起床」" in instruction("reminder", gap_seconds=None, note="起床")
+
+
+def test_the_guide_configuration_parses() -> None:
+    from pathlib import Path
+
+    guide = Path(__file__).parents[2] / "docs/en/guides/proactive.md"
+    block = guide.read_text(encoding="utf-8").split("```ini\n", 1)[1].split("```", 1)[0]
+    config = _config(block)
+    tg = config.for_scope("telegram", "telegram:private:1")
+    assert (tg.follow_up_after, tg.reminders, tg.timezone) == (2 * 86400, True, "Asia/Shanghai")
+    qq = config.for_scope("qq", "qq:private:10001")
+    assert qq.quiet_hours is not None and qq.quiet_hours.end.hour == 10
