@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from nekoflow.errors import ConfigError
 
@@ -76,14 +76,21 @@ class ProactiveConfig(BaseModel):
     default: ProactivePolicy = Field(default_factory=ProactivePolicy)
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)
     scopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    _policies: dict[tuple[str, str | None], ProactivePolicy] = PrivateAttr(default_factory=dict)
 
     def for_scope(self, channel: str, scope_id: str | None = None) -> ProactivePolicy:
-        """The policy of ``scope_id`` in ``channel``: global, then channel, then scope keys."""
-        values = self.default.model_dump()
-        values.update(self.channels.get(channel.strip().lower(), {}))
-        if scope_id is not None:
-            values.update(self.scopes.get(scope_id, {}))
-        return ProactivePolicy.model_validate(values)
+        """The policy of ``scope_id`` in ``channel``: global, then channel, then scope keys
+        (built once per channel and configured scope: every turn asks)."""
+        channel = channel.strip().lower()
+        key = (channel, scope_id if scope_id in self.scopes else None)
+        policy = self._policies.get(key)
+        if policy is None:
+            values = self.default.model_dump()
+            values.update(self.channels.get(channel, {}))
+            if key[1] is not None:
+                values.update(self.scopes[key[1]])
+            policy = self._policies[key] = ProactivePolicy.model_validate(values)
+        return policy
 
     def any_enabled(self) -> bool:
         """True when some channel or scope has follow-ups or reminders on."""
