@@ -274,8 +274,17 @@ def _supersede(s: Session, run: TurnRun) -> str | None:
     if res.rowcount != 1:
         s.rollback()
         return None
+    from nekoflow.proactive.turns import proactive_of
     from nekoflow.turns.stages import _request, _user_lines
 
+    if proactive_of(run.request.get("metadata")) is not None:
+        # the character's own turn: no user's message to keep, and a reply it wrote (never
+        # sent) leaves the active path
+        written = _turn_lines(s, d.save_id, run.turn_id)
+        if written and written[0].parent_line_id is not None:
+            set_active_leaf(s, d.save_id, written[0].parent_line_id)
+        s.commit()
+        return run.turn_id
     lines = write_turn(
         s,
         save_id=d.save_id,
