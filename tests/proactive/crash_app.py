@@ -1,6 +1,7 @@
-"""The real Celery app plus one fault: when Redis holds ``crash:proactive:fired`` = a schedule
-id, the sweep that has started that schedule's turn SIGKILLs its worker before marking the
-schedule fired (a restart mid-fire)."""
+"""The real Celery app plus faults: the turn tests' ``crash:{before|after}:{stage}`` hooks
+(``tests.turns.crash_app``), and when Redis holds ``crash:proactive:fired`` = a schedule id, the
+sweep that has started that schedule's turn SIGKILLs its worker before marking the schedule
+fired (a restart mid-fire)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import redis
 
 from nekoflow.proactive import store
 from tasks import app
+from tests.turns import crash_app as _stage_crashes  # noqa: F401  (its signal hooks)
 
 __all__ = ["app"]
 

@@ -2,7 +2,8 @@
 none is configured) and the loopback Telegram Bot API; one worker set for the whole module and
 the clock injected into the sweep (never slept):
 
-- the card's greeting arrives once, before the first reply, and never again;
+- the card's greeting arrives once, before the first reply (also when the worker that sent it
+  is SIGKILLed before acknowledging, and the delivery is redelivered), and never again;
 - a silent chat gets its follow-up after the gap, not in quiet hours, and no more than K in a
   row; the user writing again starts a new silence;
 - a promised reminder fires once at its time (quiet hours or not), and not after the user
@@ -18,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -202,8 +203,27 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 
 
 def test_greeting_arrives_once_before_the_first_reply(env: Env) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    client.set("crash:after:deliver", 1)  # sent, then the worker dies before the ack
     env.say(4001, "你好呀")
-    env.wait_settled(4001, 1)
+    wait_for(lambda: env.proc.poll() is not None, 60, "the SIGKILL", env.workers.logs)
+    assert client.lrange("crash:log", 0, -1) == [b"after:deliver"]
+    client.delete("crash:log")
+    client.close()
+    env.start_worker("w0-restarted")
+    # The deliver task comes back to the new worker (broker redelivery) or, as beat's sweeper
+    # does, is published again: either way each chunk goes out once (no beat in this module).
+    from tasks.deliver import republish_deliveries
+
+    nudged = [0.0]
+
+    def delivered() -> bool:
+        if time.monotonic() - nudged[0] > 1.0:
+            nudged[0] = time.monotonic()
+            republish_deliveries(now=datetime.now(UTC) + timedelta(minutes=5))
+        return env.settled(4001, 1)
+
+    wait_for(delivered, 60, "the greeting and the reply", env.workers.logs)
     (first,) = env.runs(4001)
     texts = env.fake.texts(4001)
     assert texts[0] == "你回来啦,莱姆!今天也要一起玩吗?"  # macros rendered, sent first
