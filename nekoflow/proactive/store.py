@@ -132,6 +132,22 @@ def fired_since(engine: Engine, scope_id: str, since: datetime, now: datetime) -
         return int(conn.execute(stmt).scalar() or 0)
 
 
+def open_reminder_notes(s: Bind, scope_id: str, limit: int = 3) -> list[str]:
+    """What the scope's due reminders promise, soonest first (read in ``s``)."""
+    stmt = (
+        sa_select(_T.c.note)
+        .where(
+            _T.c.scope_id == scope_id,
+            _T.c.kind == ScheduleKind.reminder.value,
+            _T.c.state == ScheduleState.due.value,
+            _T.c.note.is_not(None),
+        )
+        .order_by(_T.c.due_at)
+        .limit(limit)
+    )
+    return [str(n) for n in s.execute(stmt).scalars().all()]
+
+
 def list_schedules(
     engine: Engine,
     *,
@@ -177,6 +193,7 @@ __all__ = [
     "fired_since",
     "get",
     "list_schedules",
+    "open_reminder_notes",
     "settle",
     "turn_key",
     "user_wrote_since",

@@ -4,7 +4,7 @@ lines, and a proactive turn superseded by the user's message leaves no reply in 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session
 
@@ -13,6 +13,7 @@ from nekoflow.memory.history import load_history
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactiveConfig
 from nekoflow.proactive.sweep import sweep_due
+from nekoflow.proactive.tables import ProactiveSchedule
 from nekoflow.turns import store as turn_store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import execute_stage, run_inline
@@ -35,9 +36,24 @@ def _proactive_turn(deps, published) -> tuple[str, str]:
 
 def test_a_proactive_turn_reaches_out(deps, published) -> None:
     user_turn, turn_id = _proactive_turn(deps, published)
+    run = turn_store.get_run(deps.engine, turn_id)
+    assert run is not None and run.scope_id is not None
+    with deps.engine.begin() as conn:  # a promise still open: the follow-up knows of it
+        store.add_schedule(
+            conn,
+            ProactiveSchedule(
+                key="reminder:x",
+                kind="reminder",
+                channel="web",
+                scope_id=run.scope_id,
+                due_at=datetime.now(UTC) + timedelta(days=1),
+                note="交报告",
+            ),
+        )
     assert run_inline(deps, turn_id, sleep=False) == "ok"
     messages = llm_messages(deps, turn_id)
     assert messages[-1]["role"] == "system" and "主动" in messages[-1]["content"]
+    assert "交报告" in messages[-1]["content"]
     assert [m["content"] for m in messages if m["role"] == "user"] == ["我先去写作业了"]
     run = turn_store.get_run(deps.engine, turn_id)
     assert run is not None and run.status == "done" and run.rendered

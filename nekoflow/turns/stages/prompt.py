@@ -26,6 +26,7 @@ from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import touch
 from nekoflow.memory.window import line_text, window
 from nekoflow.proactive.decide import greeting_to_deliver
+from nekoflow.proactive.store import open_reminder_notes
 from nekoflow.proactive.turns import instruction
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
@@ -394,10 +395,13 @@ def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
     history = history_messages(rows, d)
     marker = proactive_marker(turn.run)
     if marker is not None:  # the character reaches out: an instruction, no user's message
+        kind = str(marker.get("kind") or "follow_up")
         text = instruction(
-            str(marker.get("kind") or "follow_up"),
+            kind,
             gap_seconds=d.real_time.get("elapsed_seconds"),
             note=marker.get("note"),
+            # what it promised and has not done yet (a follow-up may mention it)
+            promises=open_reminder_notes(s, d.scope_id) if kind == "follow_up" else None,
         )
         chat = [*history, {"role": "system", "content": text}]
     else:
