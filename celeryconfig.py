@@ -41,6 +41,7 @@ task_routes = {
     "nekoflow.speech.*": {"queue": "speech"},
     "nekoflow.turn.*": {"queue": "turns"},
     "nekoflow.sweep": {"queue": "turns"},
+    "nekoflow.proactive.*": {"queue": "turns"},
     "nekoflow.rereview.*": {"queue": "review"},
     "nekoflow.memory.*": {"queue": "memory"},
 }
@@ -52,6 +53,12 @@ beat_schedule = {
     "nekoflow-speech-sweep": {
         "task": "nekoflow.speech.sweep",
         "schedule": _settings.sweep_interval_seconds,
+    },
+    # The character writes first: due follow-ups and reminders (claimed in SQL exactly once,
+    # so two beat processes are safe).
+    "nekoflow-proactive": {
+        "task": "nekoflow.proactive.sweep",
+        "schedule": _settings.proactive_sweep_seconds,
     },
 }
 

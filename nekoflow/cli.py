@@ -60,6 +60,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "nekoflow.doctor.cli:doctor_command",
         "Check every part of the deployment: one line each, ✓ or what to fix (exit 1 if any).",
     ),
+    "proactive": (
+        "nekoflow.proactive.cli:proactive_app",
+        "Proactive messages (follow-ups after silence, promised reminders): list, cancel.",
+    ),
     "gateway": (
         "nekoflow.cli:gateway_app",
         "Platform gateways: processes that hold a platform connection (polling, sockets).",

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     #: Seconds between runs of the sweeper (Celery beat's ``nekoflow.sweep``), which
     #: re-publishes stalled turns; also how stale beat's heartbeat may be for ``doctor``.
     sweep_interval_seconds: float = Field(default=5.0, gt=0)
+    #: How often beat runs the proactive sweep, which starts the due follow-ups and reminders
+    #: (``[proactive*]`` in config.ini); a due message goes out at most this much late.
+    proactive_sweep_seconds: float = Field(default=30.0, gt=0)
     #: Dialogue lines of history (newest first) loaded for a turn's prompt and lore scan.
     history_limit: int = Field(default=200, ge=1)
     #: Recent assistant messages the world book's ``assistant_recent`` source scans (and

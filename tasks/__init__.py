@@ -7,6 +7,7 @@ wrappers over the plain-Python stage functions in ``nekoflow.turns``.
 from nekoflow.observability import worker as _observability  # noqa: F401  (metrics signals)
 from tasks import (
     checks,  # noqa: F401  (worker start-up checks)
+    proactive,  # noqa: F401  (the proactive sweep task)
     speech,  # noqa: F401  (the speech queue's task)
 )
 from tasks.app import app

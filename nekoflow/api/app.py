@@ -45,6 +45,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "nekoflow.api.onebot",
     "nekoflow.api.usage",
     "nekoflow.api.memories",
+    "nekoflow.api.proactive",
     "nekoflow.observability.http",
     "nekoflow.api.runs_page",
 )

@@ -36,6 +36,7 @@ from nekoflow.api.runs_sessions import (
     session_valid,
 )
 from nekoflow.observability.turn_view import TurnInputs, stage_timings, turn_inputs
+from nekoflow.proactive.turns import proactive_label
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import STAGES, TurnRun, TurnStatus
 from nekoflow.turns import store
@@ -171,6 +172,9 @@ def _row(run: TurnRun, view: TurnInputs, roles: dict[int, str]) -> str:
         else ""
     )
     reason = f'<div class="reason">{escape(run.reason)}</div>' if run.reason else ""
+    label = proactive_label(run.request)
+    if label:  # the character wrote first: no user's message in this turn
+        reason = f'<div class="proactive">{escape(label)}</div>' + reason
     delivery = escape(run.delivery_status or "")
     if run.delivery_status == "failed" and run.delivery_reason:
         delivery += f'<div class="reason">{escape(run.delivery_reason)}</div>'

@@ -1,9 +1,9 @@
 """``config.ini`` while a process runs: reload on change, and say when the file is broken.
 
 A long-running API, gateway or worker checks the file's modification time at most every
-:data:`CHECK_SECONDS`; when it changed, the channel and conversation-flow sections are parsed
-again and swapped into the process's turn dependencies. A file that no longer parses keeps the
-last good configuration in force and is reported (once in the log, and by ``/healthz``).
+:data:`CHECK_SECONDS`; when it changed, the channel, conversation-flow and proactive sections are
+parsed again and swapped into the process's turn dependencies. A file that no longer parses keeps
+the last good configuration in force and is reported (once in the log, and by ``/healthz``).
 """
 
 from __future__ import annotations
@@ -48,17 +48,19 @@ def check_config(path: str) -> str | None:
     """Parse ``path`` as config.ini now: None when it is valid (or absent), else the error."""
     from nekoflow.channels.config import load_runtime_config
     from nekoflow.flow.policy import load_flow_config
+    from nekoflow.proactive.config import load_proactive_config
 
     try:
         load_runtime_config(path, missing_ok=True)
         load_flow_config(path)
+        load_proactive_config(path)
     except ConfigError as exc:
         return str(exc)
     return None
 
 
 def refresh(deps: Any, *, force: bool = False) -> bool:
-    """Reload ``deps``' channel dispatcher and flow policies when config.ini changed.
+    """Reload ``deps``' channel dispatcher, flow and proactive policies when config.ini changed.
 
     Returns True when a new configuration was swapped in. A broken file keeps the previous
     configuration and is logged once per change.
@@ -80,15 +82,17 @@ def refresh(deps: Any, *, force: bool = False) -> bool:
     from nekoflow.channels import CharacterRuntimeContextDispatcher
     from nekoflow.channels.config import load_runtime_config
     from nekoflow.flow.policy import load_flow_config
+    from nekoflow.proactive.config import load_proactive_config
 
     try:
         dispatcher = CharacterRuntimeContextDispatcher(load_runtime_config(path, missing_ok=True))
         flow = load_flow_config(path)
+        proactive = load_proactive_config(path)
     except ConfigError as exc:
         watch.error = str(exc)
         log.error("%s changed but is invalid, keeping the previous configuration: %s", path, exc)
         return False
-    deps.dispatcher, deps.flow = dispatcher, flow
+    deps.dispatcher, deps.flow, deps.proactive = dispatcher, flow, proactive
     watch.error = None
-    log.info("%s changed: channel and conversation-flow settings reloaded", path)
+    log.info("%s changed: channel, conversation-flow and proactive settings reloaded", path)
     return True

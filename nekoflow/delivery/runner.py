@@ -310,6 +310,12 @@ def _retry(
 def _fail(deps: DeliveryDeps, turn_id: str, reason: str) -> Outcome:
     log.warning("turn %s: delivery failed (%s)", turn_id, reason)
     outbox.set_delivery(deps.engine, turn_id, DeliveryStatus.failed.value, reason[:1000])
+    from nekoflow.proactive.rules import recipient_gone
+
+    if recipient_gone(reason):  # blocked, left, removed: the character starts nothing more
+        from nekoflow.proactive.plan import stop_scope
+
+        stop_scope(deps.engine, turn_id, reason)
     return Outcome("failed", reason=reason)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from sqlalchemy import and_, bindparam, func, update
+from sqlalchemy import and_, bindparam, func, or_, update
 from sqlalchemy import literal as sa_literal
 from sqlalchemy import select as sa_select
 from sqlalchemy import true as sa_true
@@ -47,7 +47,12 @@ def _probe() -> Any:
     ``scope`` (its id and creation time), if any."""
     queued = (
         sa_select(_RUN.c.turn_id, _RUN.c.created_at)
-        .where(_RUN.c.scope_id == bindparam("scope"), _RUN.c.status == TurnStatus.queued.value)
+        .where(
+            _RUN.c.scope_id == bindparam("scope"),
+            _RUN.c.status == TurnStatus.queued.value,
+            # a proactive turn (the character writes first) never takes a user's message in
+            or_(_RUN.c.dedupe_key.is_(None), ~_RUN.c.dedupe_key.startswith("proactive:")),
+        )
         .order_by(_RUN.c.seq.desc())
         .limit(1)
         .subquery()
@@ -269,8 +274,17 @@ def _supersede(s: Session, run: TurnRun) -> str | None:
     if res.rowcount != 1:
         s.rollback()
         return None
+    from nekoflow.proactive.turns import proactive_of
     from nekoflow.turns.stages import _request, _user_lines
 
+    if proactive_of(run.request.get("metadata")) is not None:
+        # the character's own turn: no user's message to keep, and a reply it wrote (never
+        # sent) leaves the active path
+        written = _turn_lines(s, d.save_id, run.turn_id)
+        if written and written[0].parent_line_id is not None:
+            set_active_leaf(s, d.save_id, written[0].parent_line_id)
+        s.commit()
+        return run.turn_id
     lines = write_turn(
         s,
         save_id=d.save_id,

@@ -38,6 +38,10 @@ class Observer(Protocol):
     def usage(self, kind: str, entries: Sequence[tuple[str, int, int]]) -> None:
         """Usage kept for a turn: ``kind`` (reply/review), ``(model, prompt, completion)``s."""
 
+    def proactive(self, kind: str, outcome: str) -> None:
+        """The proactive sweep handled a schedule: ``kind`` (follow_up/reminder), ``outcome``
+        (fired, later, dropped)."""
+
 
 _observers: list[object] = []
 _lock = threading.Lock()
@@ -92,3 +96,8 @@ def llm_call(model: str, seconds: float, outcome: str) -> None:
 def usage(kind: str, entries: Sequence[tuple[str, int, int]]) -> None:
     """Report usage that was kept for a turn (counted exactly once per turn and kind)."""
     _tell("usage", kind, entries)
+
+
+def proactive(kind: str, outcome: str) -> None:
+    """Report what the proactive sweep did with one schedule (fired, later, dropped)."""
+    _tell("proactive", kind, outcome)

@@ -77,6 +77,12 @@ DELIVERIES = Counter(
     "Deliver task runs by result (done, failed, waiting, retry).",
     ["result"],
 )
+PROACTIVE = Counter(
+    "nekoflow_proactive",
+    "Proactive schedules the sweep handled, by kind (follow_up, reminder) and outcome (fired: "
+    "its turn started; later: quiet hours; dropped: the user wrote, K unanswered, a quota...).",
+    ["kind", "outcome"],
+)
 SWEEPER_REPUBLISHED = Counter(
     "nekoflow_sweeper_republished", "Turns and deliveries the sweeper published again."
 )
@@ -116,6 +122,10 @@ class PrometheusObserver:
     def llm_call(self, model: str, seconds: float, outcome: str) -> None:
         """Observe a chat-model call's wall time."""
         LLM_SECONDS.labels(model_label(model), outcome[:40]).observe(max(seconds, 0.0))
+
+    def proactive(self, kind: str, outcome: str) -> None:
+        """Count one schedule the proactive sweep handled."""
+        PROACTIVE.labels(kind, outcome).inc()
 
     def usage(self, kind: str, entries: Sequence[tuple[str, int, int]]) -> None:
         """Count kept tokens, and their cost when the model has a price."""

@@ -11,4 +11,5 @@ from nekoflow.storage import worldbook  # noqa: F401
 from nekoflow.storage import rereview  # noqa: F401
 from nekoflow.delivery import tables as delivery_tables  # noqa: F401
 from nekoflow.storage import usage  # noqa: F401
+from nekoflow.proactive import tables as proactive_tables  # noqa: F401
 from nekoflow.speech import tables as speech_tables  # noqa: F401

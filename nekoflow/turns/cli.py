@@ -206,6 +206,7 @@ def runs_command(
     from sqlmodel import Session, col, select
 
     from nekoflow.observability.turn_view import dropped_text, turn_inputs
+    from nekoflow.proactive.turns import proactive_label
     from nekoflow.storage import get_engine
     from nekoflow.storage.turns import STAGES, TurnRun
     from nekoflow.turns import store
@@ -226,6 +227,7 @@ def runs_command(
             row = r.model_dump(
                 mode="json", exclude={"request", "context", "rendered", "llm_lease_owner"}
             )
+            row["proactive"] = proactive_label(r.request)
             row["stages"] = stages[r.turn_id]
             row["stage_runs"] = runs_by_turn[r.turn_id]
             row["injected"] = inputs[r.turn_id].injected
@@ -246,6 +248,7 @@ def runs_command(
         head = [
             r.turn_id,
             r.status,
+            proactive_label(r.request) or "",
             r.created_at.strftime("%m-%d %H:%M:%S"),
             f"stages {len(stages[r.turn_id])}/{len(STAGES)}",
             r.llm_model or "",

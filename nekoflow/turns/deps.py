@@ -17,6 +17,7 @@ from nekoflow.delivery.ratelimit import InMemoryRateLimiter, RateLimiter
 from nekoflow.events import EventBus, NullEventBus
 from nekoflow.flow.policy import FlowConfig, load_flow_config
 from nekoflow.llm.base import ChatModel
+from nekoflow.proactive.config import ProactiveConfig, load_proactive_config
 from nekoflow.review.pipeline import ReviewPipeline
 from nekoflow.settings import Settings
 from nekoflow.storage.turns import TurnRun
@@ -74,6 +75,9 @@ class TurnDeps:
     #: their rate limits use (Redis across enqueuers when Redis is configured).
     flow: FlowConfig = field(default_factory=FlowConfig)
     rate_limiter: RateLimiter = field(default_factory=InMemoryRateLimiter)
+    #: What the character may start itself (``[proactive*]`` in config.ini): greetings,
+    #: follow-ups after silence, promised reminders.
+    proactive: ProactiveConfig = field(default_factory=ProactiveConfig)
     #: Today's token totals for quota checks, cached in Redis (None: read from SQL each time).
     quota_counters: QuotaCounters | None = None
     _adapters: dict[str, BaseChannelAdapter] = field(default_factory=dict)
@@ -186,6 +190,7 @@ class TurnDeps:
             publish=publish or _no_publisher,
             recall_config=recall_config_of(settings),
             flow=flow,
+            proactive=load_proactive_config(settings.runtime_config_path),
             rate_limiter=limiter,
             quota_counters=counters,
         )

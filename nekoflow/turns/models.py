@@ -78,6 +78,9 @@ class BeforeTurnResult(_Result):
     #: The dialogue reaches past the window: older lines are only in summaries.
     history_beyond: bool = False
     relationship: dict[str, int] = Field(default_factory=dict)
+    #: The card's greeting, delivered before this turn's reply (the conversation's first
+    #: answered turn on its platform); None: nothing to deliver first.
+    greeting: str | None = None
 
 
 class LLMCallResult(_Result):

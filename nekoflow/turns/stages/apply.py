@@ -13,6 +13,7 @@ from nekoflow.flow.policy import OnBusy
 from nekoflow.flow.store import newer_turn_exists, supersede_turn
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
+from nekoflow.proactive.plan import plan_after_user_turn, plan_reminders
 from nekoflow.review.models import ReviewOutput
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import (
@@ -30,7 +31,14 @@ from nekoflow.turns.models import (
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import _load, _stored, render
+from nekoflow.turns.stages.common import (
+    _load,
+    _request,
+    _stored,
+    proactive_marker,
+    render,
+    turn_user_text,
+)
 from nekoflow.turns.stages.finish import announce, handoff
 from nekoflow.turns.sweep import publish_claimed
 
@@ -108,6 +116,8 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
         m = turn.required("memory_build", MemoryBuildResult)
         out = turn.required("review", ReviewOutput)
         rendered = render(deps, run, m.reply_text)
+        if b.greeting:  # the card's greeting goes out first, as its own message(s)
+            rendered = render(deps, run, b.greeting) + rendered
         done = {"status": TurnStatus.done.value, "finished_at": utcnow(), "rendered": rendered}
         # Lock the turn while it is still running: a concurrent supersede (on_busy = interrupt)
         # either happened first (nothing is applied) or waits for this commit (and then finds
@@ -129,6 +139,14 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
                 s.rollback()
                 raise TurnNotRunnable(f"turn {turn_id} was superseded; apply_deltas does not run")
             result = _apply(deps, s, turn_id, d, b, out, moved, now)
+            # the user's message ends a silence and starts one: its follow-up, if any, commits
+            # with the turn (a proactive turn's next one is chained by the sweep)
+            policy = deps.proactive.for_scope(run.channel, d.scope_id)
+            if policy.follow_up_after is not None:
+                plan_after_user_turn(s, run, policy, last_at=d.sent_at or now)
+            if policy.reminders and not proactive_marker(run):
+                text = turn_user_text(_request(run), d)
+                plan_reminders(s, run, policy, text=text, said_at=d.sent_at or now)
             store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
             # Idempotent per turn_id, so a rollback below followed by a retry counts once.
             deps.cooldowns.record(

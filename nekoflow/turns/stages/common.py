@@ -154,6 +154,13 @@ def _request(run: TurnRun) -> ChatRequest:
     return ChatRequest.model_validate(run.request)
 
 
+def proactive_marker(run: TurnRun) -> dict[str, Any] | None:
+    """The proactive marker of a turn the character starts itself (None: a user's message)."""
+    from nekoflow.proactive.turns import proactive_of
+
+    return proactive_of(run.request.get("metadata"))
+
+
 def _context(run: TurnRun) -> ChannelRuntimeContext:
     return ChannelRuntimeContext.model_validate(run.context)
 

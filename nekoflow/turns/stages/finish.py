@@ -20,7 +20,13 @@ from nekoflow.storage.turns import (
 from nekoflow.turns import publications, store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.models import DispatchResult
-from nekoflow.turns.stages.common import _request, _stored, _user_lines, render
+from nekoflow.turns.stages.common import (
+    _request,
+    _stored,
+    _user_lines,
+    proactive_marker,
+    render,
+)
 from nekoflow.turns.sweep import publish_claimed
 
 log = logging.getLogger(__name__)
@@ -33,7 +39,7 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
     if run is None or run.status in FINISHED:
         return
     d = _stored(deps, turn_id, "dispatch", DispatchResult)
-    if d is not None:
+    if d is not None and not proactive_marker(run):  # a proactive turn has no user's line
         try:
             with Session(deps.engine) as s:
                 write_turn(

@@ -22,6 +22,7 @@ from nekoflow.turns.stages.common import (
     _running,
     _user_lines,
     display_text,
+    proactive_marker,
 )
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             s,
             save_id=d.save_id,
             turn_id=turn_id,
-            user_lines=_user_lines(req, d),
+            # a proactive turn has no user's message: the character's lines only
+            user_lines=[] if proactive_marker(turn.run) else _user_lines(req, d),
             reply_segments=segments,
             role_id=d.role_id,
             display_name=d.role_name,

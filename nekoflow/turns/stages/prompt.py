@@ -25,6 +25,9 @@ from nekoflow.memory.retrieve import PromptMemories, prompt_memories
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import touch
 from nekoflow.memory.window import line_text, window
+from nekoflow.proactive.decide import greeting_to_deliver
+from nekoflow.proactive.store import open_reminder_notes
+from nekoflow.proactive.turns import instruction
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import Role
@@ -54,6 +57,7 @@ from nekoflow.turns.stages.common import (
     _save_result,
     _Turn,
     history_messages,
+    proactive_marker,
     turn_user_text,
 )
 from nekoflow.worldbook import RecallOutcome, WorldBookRecallContext, recall
@@ -253,8 +257,9 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         raise TurnFailed(f"character {d.role_id} was deleted")
     card = _card(role)
     macros = _macros(turn, d, req, card)
-    if card is not None and d.real_time.get("elapsed_seconds") is None:  # a new conversation
-        _greet(deps, d, role, card, req, macros)
+    proactive = proactive_marker(turn.run)
+    if card is not None and d.real_time.get("elapsed_seconds") is None and not proactive:
+        _greet(deps, d, role, card, req, macros)  # a new conversation
     text = turn_user_text(req, d)
     now = d.sent_at or turn.run.created_at
     ensure_memory_index(deps.engine)
@@ -312,6 +317,10 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         example_chars=prompt_settings().prompt_example_chars,
     )
     kept = window(rows, _window_budget(prompt, text), estimate_tokens)
+    greeting = None
+    policy = deps.proactive.for_scope(turn.run.channel, d.scope_id)
+    if card is not None and policy.greeting and not proactive:
+        greeting = greeting_to_deliver(rows, d.save_id)
     result = BeforeTurnResult(
         system_prompt=prompt.system,
         depth_inserts=[asdict(i) for i in prompt.depth_inserts],
@@ -334,6 +343,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         history_lines=len(kept),
         history_beyond=len(kept) < len(rows) or len(rows) >= deps.settings.history_limit,
         relationship=relationship,
+        greeting=greeting,
     )
     return _save_result(
         deps,
@@ -386,7 +396,19 @@ def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
     if b.history_lines is not None:  # the token-sized window before_turn chose
         rows = rows[len(rows) - b.history_lines :] if b.history_lines else []
     history = history_messages(rows, d)
-    chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
+    marker = proactive_marker(turn.run)
+    if marker is not None:  # the character reaches out: an instruction, no user's message
+        kind = str(marker.get("kind") or "follow_up")
+        text = instruction(
+            kind,
+            gap_seconds=d.real_time.get("elapsed_seconds"),
+            note=marker.get("note"),
+            # what it promised and has not done yet (a follow-up may mention it)
+            promises=open_reminder_notes(s, d.scope_id) if kind == "follow_up" else None,
+        )
+        chat = [*history, {"role": "system", "content": text}]
+    else:
+        chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
     inserts = [DepthInsert(**i) for i in b.depth_inserts]
     tail = [{"role": "system", "content": b.post_history}] if b.post_history else []
     return [
