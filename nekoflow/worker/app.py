@@ -1,6 +1,6 @@
-"""The Celery app object, configured from ``celeryconfig`` (which reads nekoflow's settings)."""
+"""The Celery app object, configured from ``nekoflow.worker.config`` (which reads nekoflow's settings)."""
 
 from celery import Celery
 
 app = Celery("nekoflow")
-app.config_from_object("celeryconfig")
+app.config_from_object("nekoflow.worker.config")

@@ -1,9 +1,11 @@
-"""Celery configuration, read from nekoflow's settings (``NEKOFLOW_*`` environment variables).
+"""Celery configuration (the app's ``config_from_object``), read from nekoflow's settings
+(``NEKOFLOW_*`` environment variables); routes from :mod:`nekoflow.queues`.
 
 JSON only (never pickle), late acks and reject-on-worker-lost so a killed worker's task is
 redelivered; every stage is idempotent on turn_id, which makes redelivery safe.
 """
 
+from nekoflow import queues as _queues
 from nekoflow.settings import get_settings
 
 _settings = get_settings()
@@ -32,16 +34,8 @@ broker_connection_retry_on_startup = True
 # redelivered. Keep it above the longest stage (an LLM call with its timeout).
 broker_transport_options = {"visibility_timeout": _settings.broker_visibility_timeout}
 
-task_default_queue = "turns"
-task_routes = {
-    "nekoflow.turn.llm_call": {"queue": "llm"},
-    "nekoflow.turn.deliver": {"queue": "outbound"},
-    "nekoflow.turn.typing": {"queue": "outbound"},
-    "nekoflow.turn.*": {"queue": "turns"},
-    "nekoflow.sweep": {"queue": "turns"},
-    "nekoflow.rereview.*": {"queue": "review"},
-    "nekoflow.memory.*": {"queue": "memory"},
-}
+task_default_queue = _queues.DEFAULT_QUEUE
+task_routes = {name: dict(route) for name, route in _queues.TASK_ROUTES.items()}
 
 # The sweeper re-publishes turns that stopped moving (crashed worker, lost message).
 beat_schedule = {

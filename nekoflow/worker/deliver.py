@@ -32,8 +32,8 @@ from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
 from nekoflow.turns.heartbeat import TurnHeartbeat
 from nekoflow.turns.notify import notifier_for
-from tasks.app import app
-from tasks.runtime import get_deps
+from nekoflow.worker.app import app
+from nekoflow.worker.runtime import get_deps
 
 log = get_task_logger(__name__)
 

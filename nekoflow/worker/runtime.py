@@ -20,7 +20,7 @@ def get_deps() -> TurnDeps:
     global _deps, _pid
     with _lock:
         if _deps is None or _pid != os.getpid():
-            from tasks.turns import publish_turn
+            from nekoflow.worker.turns import publish_turn
 
             _deps = TurnDeps.from_settings(get_settings(), publish=publish_turn)
             _pid = os.getpid()
