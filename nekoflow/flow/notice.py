@@ -39,9 +39,9 @@ REASON = "rate_limited"
 
 def publish_notice(turn_id: str, scope: str | None) -> None:
     """Publish the notice's deliver task (``nekoflow.turn.deliver`` on ``outbound``)."""
-    from tasks.deliver import publish_delivery
+    from nekoflow.taskqueue import task_queue
 
-    publish_delivery(turn_id, scope)
+    task_queue().publish_delivery(turn_id, scope)
 
 
 def notice_run(

@@ -1,4 +1,4 @@
-"""The Celery app object, configured from ``nekoflow.worker.config`` (which reads nekoflow's settings)."""
+"""The Celery app object, configured from ``nekoflow.worker.config`` (nekoflow's settings)."""
 
 from celery import Celery
 
