@@ -135,8 +135,8 @@ def follow(
             ):
                 hinted = True
                 console.print(
-                    "[yellow]no worker has started a batch yet: is `celery -A tasks worker "
-                    "-Q review` running against this broker? (--inline runs here instead)"
+                    "[yellow]no worker has started a batch yet: is `celery -A nekoflow.worker "
+                    "worker -Q review` running against this broker? (--inline runs here instead)"
                 )
             if (
                 resend is not None

@@ -36,7 +36,7 @@ TURN_TIMEOUT = 60.0
 """Seconds the demo waits for one turn."""
 PING_TIMEOUT = 2.0
 """Seconds the demo waits for a worker to answer a ping (broker mode)."""
-WORKER_COMMAND = "celery -A tasks worker -Q turns,llm,outbound,memory -E"
+WORKER_COMMAND = "celery -A nekoflow.worker worker -Q turns,llm,outbound,memory -E"
 CHARACTER = "钦灵"
 
 WORLD_BOOK = WorldBook(
