@@ -48,7 +48,7 @@ from nekoflow.memory.history import get_or_create_save, load_history_rows
 from nekoflow.memory.lexical import doc_terms, index_text, scope_token
 from nekoflow.memory.retrieve import prompt_memories, retrieve
 from nekoflow.memory.settings import MemorySettings
-from nekoflow.memory.store import _apply_stats, _stat_delta
+from nekoflow.memory.store import apply_stats, stat_delta
 from nekoflow.memory.window import window
 from nekoflow.storage import create_all, make_engine
 from nekoflow.storage.dialogue import Line, Role
@@ -189,12 +189,12 @@ def fill(engine: Engine, role_id: int, scope: str, n: int, rng: random.Random) -
             )
             rec.terms = index_text(role_id, scope, title, content)
             rec.fact_key = facts_of(title, content).key
-            _stat_delta(rec, +1, delta)
+            stat_delta(rec, +1, delta)
             batch.append(rec.model_dump(exclude={"id"}))
             if len(batch) == 5000 or i == n - 1:
                 s.execute(insert(MemoryRecord), batch)
                 batch = []
-        _apply_stats(s, delta)
+        apply_stats(s, delta)
         s.commit()
     if engine.dialect.name == "postgresql":  # as autovacuum would after a bulk load
         with engine.begin() as conn:
@@ -326,7 +326,7 @@ def long_save(engine: Engine, role_id: int, lines: int, memories: int = 2000) ->
                 text("SELECT setval(pg_get_serial_sequence('line', 'id'), :v)"), {"v": base + lines}
             )
     with Session(engine) as s:
-        _apply_stats(s, delta)
+        apply_stats(s, delta)
         s.commit()
     fill(engine, role_id, "bench:save", memories, random.Random(5))
     if engine.dialect.name == "postgresql":

@@ -31,14 +31,14 @@ from nekoflow.llm.base import (
 )
 from nekoflow.llm.openai_parse import (
     MAX_DETAIL_CHARS,
-    _error_code,
-    _error_detail,
-    _is_quota_error,
-    _shorten,
-    _status_error,
+    api_error_code,
+    api_error_detail,
+    is_quota_error,
     parse_chat_completion,
     parse_retry_after,
     retry_after_from_headers,
+    shorten,
+    status_error,
 )
 from nekoflow.llm.streaming import TokenSink
 
@@ -243,7 +243,7 @@ class OpenAIChatModel:
         safe = _safe_url(self.base_url)
         if safe != self.base_url:
             text = text.replace(self.base_url, safe)
-        return _shorten(text)
+        return shorten(text)
 
     def _where(self) -> str:
         return f"{self.name} at {_safe_url(self.base_url)}"
@@ -266,18 +266,18 @@ class OpenAIChatModel:
             return LLMConnectionError(f"{where}: cannot connect ({kind})", detail=detail)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = self._redact(_error_detail(exc.body) or exc.message)
-            code = _error_code(exc.body)
+            detail = self._redact(api_error_detail(exc.body) or exc.message)
+            code = api_error_code(exc.body)
             label = f"HTTP {status}" + (f" {code}" if code else "")
             retry_after = retry_after_from_headers(exc.response.headers) if status == 429 else None
-            if status == 429 and _is_quota_error(exc.body):
+            if status == 429 and is_quota_error(exc.body):
                 # OpenAI answers 429 "insufficient_quota" when billing is exhausted: waiting
                 # will not help, so this one is not retryable.
                 return LLMClientError(
                     f"{where}: HTTP 429 quota exhausted", status_code=429, detail=detail
                 )
             hint = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
-            return _status_error(status, f"{where}: {label}{hint}", retry_after, detail=detail)
+            return status_error(status, f"{where}: {label}{hint}", retry_after, detail=detail)
         if isinstance(exc, openai.APIResponseValidationError):
             return LLMBadResponseError(
                 f"{where}: unusable response", detail=self._redact(exc.message)

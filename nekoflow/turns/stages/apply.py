@@ -30,7 +30,7 @@ from nekoflow.turns.models import (
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import _load, _stored, render
+from nekoflow.turns.stages.common import load_stage_turn, render, stored_result
 from nekoflow.turns.stages.finish import announce, handoff
 from nekoflow.turns.sweep import publish_claimed
 
@@ -83,7 +83,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
     suggestion, TurnRun done with the rendered reply. Cooldowns are recorded (idempotently,
     keyed on turn_id) just before the commit. Then the scope's next turn is started."""
     with Session(deps.engine) as s:  # the turn is read in the transaction that applies it
-        turn = _load(deps, turn_id, s)
+        turn = load_stage_turn(deps, turn_id, s)
         run = turn.run
         if run.status == TurnStatus.done:
             s.rollback()
@@ -143,7 +143,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
             s.commit()
         except IntegrityError:
             s.rollback()  # applied by a concurrent delivery: its result stands
-            result = _stored(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
+            result = stored_result(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
                 applied=False
             )
             store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)

@@ -36,6 +36,7 @@ from nekoflow.turns.books import BookCache, Versions, versions_column, versions_
 from nekoflow.turns.characters import initial_relationship
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnFailed
+from nekoflow.turns.lines import request_of, turn_user_text
 from nekoflow.turns.models import (
     BeforeTurnResult,
     DispatchResult,
@@ -48,13 +49,11 @@ from nekoflow.turns.prompting import (
     place_depth_inserts,
 )
 from nekoflow.turns.stages.common import (
-    _load,
-    _request,
-    _running,
-    _save_result,
-    _Turn,
+    StageTurn,
     history_messages,
-    turn_user_text,
+    load_stage_turn,
+    running_turn,
+    save_result,
 )
 from nekoflow.worldbook import RecallOutcome, WorldBookRecallContext, recall
 from nekoflow.worldbook.placement import DepthInsert
@@ -179,7 +178,7 @@ def _card(role: Role) -> CardData | None:
 
 
 def _macros(
-    turn: _Turn, d: DispatchResult, req: ChatRequest, card: CardData | None
+    turn: StageTurn, d: DispatchResult, req: ChatRequest, card: CardData | None
 ) -> MacroContext:
     """What this turn's macros render from: names, its message time (never the wall clock, so
     a retry renders the same), seeds keyed on the turn id and the conversation."""
@@ -237,13 +236,13 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
 
 
 def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
-    turn = _running(deps, turn_id, "before_turn", s)
+    turn = running_turn(deps, turn_id, "before_turn", s)
     stored = turn.result("before_turn", BeforeTurnResult)
     if stored is not None:
         s.rollback()
         return stored
     d = turn.required("dispatch", DispatchResult)
-    req = _request(turn.run)
+    req = request_of(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
     role, relationship, versions = _role_and_relationship(s, d.role_id, d.scope_id)
     if role is None:
@@ -332,7 +331,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         history_beyond=len(kept) < len(rows) or len(rows) >= deps.settings.history_limit,
         relationship=relationship,
     )
-    return _save_result(
+    return save_result(
         deps,
         turn_id,
         "before_turn",
@@ -372,10 +371,10 @@ def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
     """System prompt + the dialogue history and this turn's user message, with the depth
     inserts (lore at depth, the card's note) placed in them + the post-history instructions."""
     with read_session(deps.engine) as s:
-        return _llm_messages(deps, _load(deps, turn_id, s), s)
+        return turn_llm_messages(deps, load_stage_turn(deps, turn_id, s), s)
 
 
-def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
+def turn_llm_messages(deps: TurnDeps, turn: StageTurn, s: Bind) -> list[dict[str, str]]:
     """:func:`llm_messages` for a loaded turn, reading its history in ``s``."""
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
@@ -383,7 +382,7 @@ def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
     if b.history_lines is not None:  # the token-sized window before_turn chose
         rows = rows[len(rows) - b.history_lines :] if b.history_lines else []
     history = history_messages(rows, d)
-    chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
+    chat = [*history, {"role": "user", "content": turn_user_text(request_of(turn.run), d)}]
     inserts = [DepthInsert(**i) for i in b.depth_inserts]
     tail = [{"role": "system", "content": b.post_history}] if b.post_history else []
     return [
