@@ -10,14 +10,14 @@ turns (``busy`` under ``reject``, the turn to join under ``merge``/``interrupt``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from nekoflow.channels import ChatRequest
 from nekoflow.delivery.base import RateLimit
 from nekoflow.delivery.ratelimit import RateLimiter
-from nekoflow.flow import store as flow_store
 from nekoflow.flow.limits import acquire
 from nekoflow.flow.policy import FlowPolicy, OnBusy, Rate
 
@@ -61,20 +61,21 @@ def rate_limits(policy: FlowPolicy, channel: str, req: ChatRequest) -> list[Rate
 
 
 def admit(
-    engine: Any,
+    known_turn: Callable[[], str | None],
     limiter: RateLimiter,
     policy: FlowPolicy,
     *,
     channel: str,
     scope_id: str,
     req: ChatRequest,
-    dedupe_key: str | None,
     notice: bool = False,
 ) -> Admission:
     """Decide what becomes of an accepted message of ``scope_id``.
 
-    ``notice``: the caller would send the channel's ``rate_limit_reply`` to a message refused by
-    a rate limit; the admission then says whether this message is the window's one to get it.
+    ``known_turn`` looks up the turn a redelivered message already has (None: none; the
+    enqueuer reads it from SQL, only on the paths that need it). ``notice``: the caller would
+    send the channel's ``rate_limit_reply`` to a message refused by a rate limit; the admission
+    then says whether this message is the window's one to get it.
     """
     limits = rate_limits(policy, channel, req)
     if policy.on_busy == OnBusy.queue and not limits:
@@ -86,7 +87,7 @@ def admit(
     # admitted has used a rate-limit slot — the price of not reading SQL before every message.
 
     def known_or(fallback: Admission | None) -> Admission | None:
-        known = flow_store.merged_turn_for(engine, dedupe_key)
+        known = known_turn()
         return fallback if known is None else Admission("merged", turn_id=known)
 
     if policy.on_busy == OnBusy.interrupt and (seen := known_or(None)) is not None:

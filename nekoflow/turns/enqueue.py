@@ -70,13 +70,12 @@ def submit_turn(
     if bot and key:
         key += f"@{bot}"  # two bots in one group each answer the same message
     admission = admit(
-        deps.engine,
+        lambda: flow_store.merged_turn_for(deps.engine, key),
         deps.rate_limiter,
         policy,
         channel=adapter.channel_name,
         scope_id=decision.scope_id,
         req=req,
-        dedupe_key=key,
         notice=deliver,
     )
     notifier = notifier_for(deps.settings)
