@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 from nekoflow.channels import ChatRequest
-from nekoflow.channels.config_watch import refresh as refresh_config
 from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.flow import store as flow_store
 from nekoflow.flow.admission import admit
@@ -16,6 +15,7 @@ from nekoflow.flow.store import Written
 from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import publications, store
+from nekoflow.turns.config_watch import refresh as refresh_config
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.handle import TurnHandle
 from nekoflow.turns.notify import notifier_for

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import threading
 
-from nekoflow.channels.config_watch import refresh as refresh_config
 from nekoflow.settings import get_settings
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.config_watch import refresh as refresh_config
 from nekoflow.turns.deps import TurnDeps
 
 _lock = threading.Lock()
