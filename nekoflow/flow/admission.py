@@ -5,7 +5,7 @@ written — like a Dramatiq middleware's before-hook: it decides, the enqueuer a
 decision is one of: make a new turn (with a debounce window under ``merge``), merge into the
 scope's queued turn, or skip with a reason (``rate_limited``). Whatever depends on the scope's
 turns (``busy`` under ``reject``, the turn to join under ``merge``/``interrupt``) is decided by
-:func:`nekoflow.flow.store.create_or_merge` under the scope's lock, not here.
+:func:`nekoflow.turns.flow_store.create_or_merge` under the scope's lock, not here.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def admit(
         return Admission("new", reject_busy=True)
     if policy.on_busy in (OnBusy.merge, OnBusy.interrupt):
         # Join the scope's queued turn or start one — decided under the scope's lock when the
-        # turn row is written (``flow.store.create_or_merge``), so a concurrent burst is one turn.
+        # turn row is written (``turns.flow_store.create_or_merge``), so a concurrent burst is
+        # one turn.
         not_before = None
         if policy.debounce_seconds and policy.on_busy == OnBusy.merge:
             not_before = datetime.now(UTC) + timedelta(seconds=policy.debounce_seconds)

@@ -205,8 +205,9 @@ def write_turn(
         raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
 
     leaf, save_role, save_scope = lock_save(session, save_id)
-    # Written before, by the lock's winner, or by a supersede (``flow.store.supersede_running``
-    # keeps a superseded turn's user lines, outside any stage result): never twice.
+    # Written before, by the lock's winner, or by a supersede
+    # (``turns.flow_store.supersede_running`` keeps a superseded turn's user lines, outside any
+    # stage result): never twice.
     existing = saved_turn_lines(session, save_id, turn_id)
     if existing:
         return existing

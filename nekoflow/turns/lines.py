@@ -1,5 +1,5 @@
-"""A turn's request and user lines as its TurnRun stores them: what the stages and the flow's
-store (a merged or superseded turn's lines) both read."""
+"""A turn's request, context and user lines as its TurnRun stores them, and a text rendered
+for its channel: what the stages, the flow's store and the notices all read."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from nekoflow.turns.models import DispatchResult
 
 if TYPE_CHECKING:
     from nekoflow.storage.turns import TurnRun
+    from nekoflow.turns.deps import TurnDeps
 
 
 def request_of(run: TurnRun) -> ChatRequest:
@@ -55,3 +56,8 @@ def turn_user_text(req: ChatRequest, d: DispatchResult | None) -> str:
     if d.group_id:
         return "\n".join(f"{line['display_name'] or '用户'}:{line['content']}" for line in lines)
     return "\n".join(line["content"] for line in lines)
+
+
+def render(deps: TurnDeps, run: TurnRun, text: str) -> list[dict[str, Any]]:
+    """The adapter's outbound messages for ``text`` (never the prompt)."""
+    return deps.adapter(run.channel).render_result({"text": text}, context_of(run))

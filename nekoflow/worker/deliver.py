@@ -20,16 +20,16 @@ from celery.utils.log import get_task_logger
 
 from nekoflow.delivery import outbox
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
-from nekoflow.delivery.runner import (
+from nekoflow.delivery.tables import DeliveryStatus
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns import store
+from nekoflow.turns.delivery import (
     DeliveryDeps,
     deliver_turn,
     has_reply,
     next_in_line,
     send_typing,
 )
-from nekoflow.delivery.tables import DeliveryStatus
-from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import store
 from nekoflow.turns.heartbeat import TurnHeartbeat
 from nekoflow.turns.notify import notifier_for
 from nekoflow.worker.app import app

@@ -24,7 +24,7 @@ from nekoflow.turns.sweep import sweep as sweep_turns
 from nekoflow.worker.app import app
 from nekoflow.worker.deliver import after_stage_task, republish_deliveries
 from nekoflow.worker.memory import after_apply
-from nekoflow.worker.runtime import get_deps
+from nekoflow.worker.runtime import get_deps, use_publisher
 
 log = get_task_logger(__name__)
 
@@ -160,6 +160,9 @@ def turn_chain(run: TurnRun) -> chain:
 def publish_turn(run: TurnRun) -> None:
     """Send ``run``'s chain to the broker."""
     turn_chain(run).apply_async()
+
+
+use_publisher(publish_turn)  # this process's deps publish turns as this chain
 
 
 def enqueue_turn(

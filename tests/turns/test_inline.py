@@ -276,7 +276,7 @@ def test_a_supersede_landing_while_memory_build_runs_leaves_the_user_line_once(
 
     from sqlalchemy.exc import OperationalError
 
-    from nekoflow.flow import store as flow_store
+    from nekoflow.turns import flow_store
     from nekoflow.turns.stages import memory as memory_stage
 
     handle = submit_turn(deps, "web", web_event("等一下,我还没说完"))

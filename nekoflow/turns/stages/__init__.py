@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nekoflow.turns.deps import TurnDeps
-from nekoflow.turns.lines import turn_user_text, user_text
+from nekoflow.turns.lines import render, turn_user_text, user_text
 from nekoflow.turns.stages.apply import apply_deltas
-from nekoflow.turns.stages.common import display_text, render
+from nekoflow.turns.stages.common import display_text
 from nekoflow.turns.stages.dispatch import dispatch
 from nekoflow.turns.stages.finish import announce, fail_turn, handoff, skip_turn
 from nekoflow.turns.stages.llm import llm_call

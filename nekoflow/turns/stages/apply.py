@@ -10,7 +10,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from nekoflow.flow.policy import OnBusy
-from nekoflow.flow.store import newer_turn_exists, supersede_turn
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
 from nekoflow.review.models import ReviewOutput
@@ -24,13 +23,15 @@ from nekoflow.turns.apply_store import lock_and_bump
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.effects import memory_rows, plot_rows
 from nekoflow.turns.errors import TurnNotRunnable
+from nekoflow.turns.flow_store import newer_turn_exists, supersede_turn
+from nekoflow.turns.lines import render
 from nekoflow.turns.models import (
     ApplyResult,
     BeforeTurnResult,
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import load_stage_turn, render, stored_result
+from nekoflow.turns.stages.common import load_stage_turn, stored_result
 from nekoflow.turns.stages.finish import announce, handoff
 from nekoflow.turns.sweep import publish_claimed
 

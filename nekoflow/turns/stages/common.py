@@ -21,7 +21,6 @@ from nekoflow.storage.turns import (
 from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnNotRunnable
-from nekoflow.turns.lines import context_of
 from nekoflow.turns.models import DispatchResult
 
 if TYPE_CHECKING:
@@ -161,8 +160,3 @@ def history_messages(rows: Sequence[Any], d: DispatchResult) -> list[dict[str, s
     (merged or interrupted messages) keeps one message per line, named in a group, exactly as
     :func:`turn_user_text` showed them when they were new."""
     return build_memory(rows, role_id=d.role_id, user_separator="\n", name_users=bool(d.group_id))
-
-
-def render(deps: TurnDeps, run: TurnRun, text: str) -> list[dict[str, Any]]:
-    """The adapter's outbound messages for ``text`` (never the prompt)."""
-    return deps.adapter(run.channel).render_result({"text": text}, context_of(run))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from nekoflow.flow import store as flow_store
 from nekoflow.memory.history import save_id_for
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.fastsql import Bind
-from nekoflow.turns import store
+from nekoflow.turns import flow_store, store
 from nekoflow.turns.characters import character_and_save
 from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps

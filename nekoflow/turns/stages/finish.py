@@ -8,7 +8,6 @@ from sqlmodel import Session
 
 from nekoflow.debuglog import debug_detail
 from nekoflow.events import Event
-from nekoflow.flow.notice import publish_notice, skip_reply
 from nekoflow.memory.history import write_turn
 from nekoflow.observability import hooks
 from nekoflow.redact import safe_error, scope_label
@@ -19,9 +18,10 @@ from nekoflow.storage.turns import (
 )
 from nekoflow.turns import publications, store
 from nekoflow.turns.deps import TurnDeps
-from nekoflow.turns.lines import request_of, user_lines
+from nekoflow.turns.lines import render, request_of, user_lines
 from nekoflow.turns.models import DispatchResult
-from nekoflow.turns.stages.common import render, stored_result
+from nekoflow.turns.notice import publish_notice, skip_reply
+from nekoflow.turns.stages.common import stored_result
 from nekoflow.turns.sweep import publish_claimed
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The deliver stage in plain Python: send a finished turn's chunks, each exactly once where the
 platform allows it, under the destination's rate limits, in turn order per conversation.
 
-``deliver_turn`` returns an :class:`Outcome` the Celery task (``tasks.deliver``) or an inline
+``deliver_turn`` returns an :class:`Outcome` the Celery task (``worker.deliver``) or an inline
 caller acts on: ``done`` (nothing left to do), ``retry`` after ``delay`` seconds (rate limit,
 retry_after, backoff, an earlier reply still on its way, another worker holding a chunk), or
 ``failed`` (delivery ended with the reason; the turn's own status is untouched), or
@@ -87,7 +87,7 @@ def plan_delivery(run: TurnRun) -> Destination | None:
 def quoting_last_message(engine: Engine, run: TurnRun, dest: Destination) -> Destination:
     """``dest`` quoting the last message of the turn's burst: a turn that answers several
     merged messages replies to the newest one, not to the first (which the turn row holds)."""
-    from nekoflow.flow.store import merged_requests
+    from nekoflow.turns.flow_store import merged_requests
 
     merged = merged_requests(engine, run.turn_id)
     if not merged:
@@ -128,7 +128,7 @@ def limits_for(deps: DeliveryDeps, dest: Destination, channel: str) -> list:
 
 def is_notice(run: TurnRun) -> bool:
     """True for a skipped turn that carries a reply of its own: the rate-limit reply
-    (``nekoflow.flow.notice``), delivered like a failed turn's failure reply."""
+    (``nekoflow.turns.notice``), delivered like a failed turn's failure reply."""
     return run.status == TurnStatus.skipped and bool(run.rendered)
 
 
