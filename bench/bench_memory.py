@@ -56,7 +56,7 @@ from nekoflow.storage.memory import DOCS, LENGTH, MemoryRound, round_stats_key
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 from nekoflow.turns.prompting import assemble_prompt, placement_from_entries
-from nekoflow.turns.stages.prompt import _user_context, _window_start
+from nekoflow.turns.stages.prompt import user_context, window_start
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
@@ -364,10 +364,10 @@ def bench_assembly(
                 role_id=role_id,
                 scope_id="bench:save",
                 message=message,
-                context=_user_context(rows),
+                context=user_context(rows),
                 now=NOW,
                 settings=MS,
-                below_line=_window_start(rows, message, MS),
+                below_line=window_start(rows, message, MS),
             )
         prompt = assemble_prompt(
             role_name="钦灵",

@@ -6,9 +6,9 @@ redelivered; every stage is idempotent on turn_id, which makes redelivery safe.
 """
 
 from nekoflow import queues as _queues
-from nekoflow.settings import get_settings
+from nekoflow.settings import get_settings as _get_settings
 
-_settings = get_settings()
+_settings = _get_settings()
 
 broker_url = _settings.broker_url
 result_backend = _settings.result_backend

@@ -122,13 +122,13 @@ def _window_budget(prompt: Any, user: str) -> int:
     return max(ms.context_tokens - fixed, ms.min_window_tokens)
 
 
-def _user_context(rows: list[Any]) -> list[str]:
+def user_context(rows: list[Any]) -> list[str]:
     """The recent user lines that may add low-weight terms to memory retrieval (the
     character's own lines never drive it)."""
     return [line_text(r) for r in rows[-6:] if getattr(r, "attribute", None) == "user"][-2:]
 
 
-def _window_start(rows: list[Any], user: str, ms: Any) -> int | None:
+def window_start(rows: list[Any], user: str, ms: Any) -> int | None:
     """The first line id the recent window will likely show (its rounds are not repeated as
     memories): the window sized as if the memory budgets were full."""
     fixed = estimate_tokens(user) + ms.prompt_tokens + ms.summary_tokens + 1000
@@ -263,12 +263,12 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         role_id=d.role_id,
         scope_id=d.scope_id,
         message=text,
-        context=_user_context(rows),
+        context=user_context(rows),
         now=now,
         settings=msettings,
         query_vector=qvec,
         embeddings_model=embedder.model if embedder is not None else None,
-        below_line=_window_start(rows, text, msettings),
+        below_line=window_start(rows, text, msettings),
     )
     books = books_for(deps).books(s, versions=versions)
     messages = history_messages(rows, d)
