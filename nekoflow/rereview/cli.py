@@ -136,7 +136,8 @@ def follow(
                 hinted = True
                 console.print(
                     "[yellow]no worker has started a batch yet: is `celery -A nekoflow.worker "
-                    "worker -Q review` running against this broker? (--inline runs here instead)"
+                    "worker -Q review` running against this broker? (--inline runs here instead)",
+                    soft_wrap=True,  # never a line break inside the command
                 )
             if (
                 resend is not None
