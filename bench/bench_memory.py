@@ -48,7 +48,7 @@ from nekoflow.memory.history import get_or_create_save, load_history_rows
 from nekoflow.memory.lexical import doc_terms, index_text, scope_token
 from nekoflow.memory.retrieve import prompt_memories, retrieve
 from nekoflow.memory.settings import MemorySettings
-from nekoflow.memory.store import _apply_stats, _stat_delta
+from nekoflow.memory.store import apply_stats, stat_delta
 from nekoflow.memory.window import window
 from nekoflow.storage import create_all, make_engine
 from nekoflow.storage.dialogue import Line, Role
@@ -56,7 +56,7 @@ from nekoflow.storage.memory import DOCS, LENGTH, MemoryRound, round_stats_key
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 from nekoflow.turns.prompting import assemble_prompt, placement_from_entries
-from nekoflow.turns.stages.prompt import _user_context, _window_start
+from nekoflow.turns.stages.prompt import user_context, window_start
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
@@ -189,12 +189,12 @@ def fill(engine: Engine, role_id: int, scope: str, n: int, rng: random.Random) -
             )
             rec.terms = index_text(role_id, scope, title, content)
             rec.fact_key = facts_of(title, content).key
-            _stat_delta(rec, +1, delta)
+            stat_delta(rec, +1, delta)
             batch.append(rec.model_dump(exclude={"id"}))
             if len(batch) == 5000 or i == n - 1:
                 s.execute(insert(MemoryRecord), batch)
                 batch = []
-        _apply_stats(s, delta)
+        apply_stats(s, delta)
         s.commit()
     if engine.dialect.name == "postgresql":  # as autovacuum would after a bulk load
         with engine.begin() as conn:
@@ -326,7 +326,7 @@ def long_save(engine: Engine, role_id: int, lines: int, memories: int = 2000) ->
                 text("SELECT setval(pg_get_serial_sequence('line', 'id'), :v)"), {"v": base + lines}
             )
     with Session(engine) as s:
-        _apply_stats(s, delta)
+        apply_stats(s, delta)
         s.commit()
     fill(engine, role_id, "bench:save", memories, random.Random(5))
     if engine.dialect.name == "postgresql":
@@ -364,10 +364,10 @@ def bench_assembly(
                 role_id=role_id,
                 scope_id="bench:save",
                 message=message,
-                context=_user_context(rows),
+                context=user_context(rows),
                 now=NOW,
                 settings=MS,
-                below_line=_window_start(rows, message, MS),
+                below_line=window_start(rows, message, MS),
             )
         prompt = assemble_prompt(
             role_name="钦灵",

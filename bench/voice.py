@@ -1,13 +1,13 @@
 """Benchmark: the worker CPU a voiced reply adds, and the clip cache's hit rate.
 
 Replies of two to three lines are voiced in process through the real synthesis stage
-(``nekoflow.speech.synth.synthesize_turn``: plan, cache look-up, provider call, store) against a
-loopback OpenAI-compatible speech server running in another process (its CPU is not counted),
-on PostgreSQL (or SQLite). A share of the spoken lines (``--repeat``, default 30 %) are one of
-40 catchphrases, as a character repeats itself; the rest are new lines (misses). For each reply the
-benchmark also runs what the deliver stage adds for its voice rows (plan the voice chunks, load
-each clip, build the OneBot ``record`` segment). QQ's official bot additionally needs SILK: the
-CPU of encoding one line's wav is measured separately.
+(``nekoflow.turns.speech_synth.synthesize_turn``: plan, cache look-up, provider call, store)
+against a loopback OpenAI-compatible speech server running in another process (its CPU is not
+counted), on PostgreSQL (or SQLite). A share of the spoken lines (``--repeat``, default 30 %) are
+one of 40 catchphrases, as a character repeats itself; the rest are new lines (misses). For each
+reply the benchmark also runs what the deliver stage adds for its voice rows (plan the voice
+chunks, load each clip, build the OneBot ``record`` segment). QQ's official bot additionally needs
+SILK: the CPU of encoding one line's wav is measured separately.
 
 Prints the cache hit rate and the worker CPU per voiced reply (process time, milliseconds):
 synthesis (misses and hits apart), delivery, and SILK encoding per line.
@@ -148,11 +148,11 @@ def main() -> None:
     from nekoflow.platforms.onebot.protocol import send_msg
     from nekoflow.settings import Settings
     from nekoflow.speech.convert import wav_to_silk
-    from nekoflow.speech.outbox import loaded, step_of, voice_chunks
     from nekoflow.speech.settings import SpeechSettings
-    from nekoflow.speech.synth import SpeechDeps, synthesize_turn
     from nekoflow.storage.dialogue import Role
     from nekoflow.turns import store as turn_store
+    from nekoflow.turns.speech_synth import SpeechDeps, synthesize_turn
+    from nekoflow.turns.voice_outbox import loaded, step_of, voice_chunks
 
     ports: multiprocessing.Queue = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)

@@ -183,9 +183,9 @@ def version() -> None:
 @app.command()
 def demo() -> None:
     """Run a scripted role-play end to end (embedded: no services needed)."""
-    from tasks.demo import run_demo
+    from nekoflow.taskqueue import task_queue
 
-    run_demo(_console())
+    task_queue().run_demo(_console())
 
 
 def error_lines(exc: BaseException) -> list[str] | None:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from nekoflow.usage.prices import Price
+from nekoflow.prices import Price
 
 
 def _check_port(url: str) -> None:

@@ -1,17 +1,21 @@
-"""The Celery application: ``celery -A tasks worker`` from the repository root.
+"""The checkout's alias of :mod:`nekoflow.worker`: ``celery -A tasks worker`` starts the same app.
 
-This package is the only place in nekoflow that knows about Celery; task bodies are thin
-wrappers over the plain-Python stage functions in ``nekoflow.turns``.
+Each ``tasks.<module>`` is the very module ``nekoflow.worker.<module>`` (one object in
+``sys.modules``), so ``from tasks.turns import publish_turn`` and patches of ``tasks.turns``
+reach the worker's own code. Installed wheels carry no ``tasks``: use ``celery -A nekoflow.worker``.
 """
 
-from nekoflow.observability import worker as _observability  # noqa: F401  (metrics signals)
-from tasks import (
-    checks,  # noqa: F401  (worker start-up checks)
-    proactive,  # noqa: F401  (the proactive sweep task)
-    speech,  # noqa: F401  (the speech queue's task)
-)
-from tasks.app import app
-from tasks.rereview import rereview_batch
-from tasks.turns import enqueue_turn, publish_turn, turn_chain
+import importlib
+import pkgutil
+import sys
+
+import nekoflow.worker as _worker
+from nekoflow.worker import app, enqueue_turn, publish_turn, rereview_batch, turn_chain
+
+for _info in pkgutil.iter_modules(_worker.__path__):
+    _module = importlib.import_module(f"{_worker.__name__}.{_info.name}")
+    sys.modules[f"{__name__}.{_info.name}"] = _module
+    if _info.name != "app":  # ``tasks.app`` stays the Celery app, as in nekoflow.worker
+        globals()[_info.name] = _module
 
 __all__ = ["app", "enqueue_turn", "publish_turn", "rereview_batch", "turn_chain"]

@@ -59,13 +59,13 @@ def test_every_part_has_a_service(compose: dict[str, Any]) -> None:
     queues: set[str] = set()
     for service in services.values():
         command = _celery(service)
-        if command[:4] == ["celery", "-A", "tasks", "worker"]:
+        if command[:4] == ["celery", "-A", "nekoflow.worker", "worker"]:
             queues.update(command[command.index("-Q") + 1].split(","))
             assert "-E" in command  # task events on, so Flower sees every stage
     assert queues == {"turns", "llm", "outbound", "review", "memory", "speech"}
     assert _celery(services["gateway-telegram"]) == ["nekoflow", "gateway", "telegram"]
-    assert _celery(services["beat"])[:4] == ["celery", "-A", "tasks", "beat"]
-    assert _celery(services["flower"])[:4] == ["celery", "-A", "tasks", "flower"]
+    assert _celery(services["beat"])[:4] == ["celery", "-A", "nekoflow.worker", "beat"]
+    assert _celery(services["flower"])[:4] == ["celery", "-A", "nekoflow.worker", "flower"]
     assert _celery(services["api"])[:2] == ["nekoflow", "serve"]
 
 
@@ -144,9 +144,11 @@ def test_environment_is_valid_settings(compose: dict[str, Any]) -> None:
 
 def test_dockerfile_installs_what_the_services_run() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
-    for path in ("pyproject.toml", "celeryconfig.py", "nekoflow", "tasks"):
+    for path in ("pyproject.toml", "nekoflow"):
         assert re.search(rf"COPY .*\b{re.escape(path)}\b", dockerfile), path
     assert "pip install" in dockerfile
+    # The services run the installed package's app: the checkout's aliases are not in the image.
+    assert not re.search(r"COPY .*\b(tasks|celeryconfig)\b", dockerfile)
 
 
 def test_secrets_are_required_never_defaulted(compose: dict[str, Any]) -> None:

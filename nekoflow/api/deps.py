@@ -116,10 +116,10 @@ def publish_or_defer(run: TurnRun) -> None:
     The TurnRun row is already stored, so the beat sweeper re-publishes it once its lease
     (``turn_lease_seconds``) runs out: the client still gets its turn id, never a 500.
     """
-    from tasks.turns import publish_turn
+    from nekoflow.taskqueue import task_queue
 
     try:
-        publish_turn(run)
+        task_queue().publish_turn(run)
     except Exception as exc:  # broker unreachable: the sweeper publishes it later
         log.error("could not publish turn %s (the sweeper will retry): %s", run.turn_id, exc)
 

@@ -97,7 +97,7 @@ def check_config(settings: Settings) -> HealthCheck:
     """Parse ``config.ini`` (NEKOFLOW_RUNTIME_CONFIG_PATH) as the turns would; absent is ok."""
     from pathlib import Path
 
-    from nekoflow.channels.config_watch import check_config as parse_config
+    from nekoflow.turns.config_watch import check_config as parse_config
 
     path = settings.runtime_config_path
     error = parse_config(path)

@@ -20,8 +20,8 @@ from nekoflow.api.schemas import ErrorResponse, VoiceOut
 from nekoflow.speech import store
 from nekoflow.speech.plan import MIME, PartState
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.voice_plan import planned_parts
 from nekoflow.turns import store as turn_store
+from nekoflow.turns.voice_plan import planned_parts
 
 router = APIRouter(tags=["voice"])
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ConfigDict, Field
 
-from nekoflow.channels.context import MemoryScope, TriggerStrategy, _MappingAccess
+from nekoflow.channels.context import MappingAccess, MemoryScope, TriggerStrategy
 from nekoflow.errors import ConfigError
 from nekoflow.speech.plan import VoiceMode
 
@@ -55,7 +55,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 
-class _Section(_MappingAccess):
+class _Section(MappingAccess):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 

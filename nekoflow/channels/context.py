@@ -22,6 +22,9 @@ from pydantic import (
 
 from nekoflow.errors import InputError
 
+TIME_KEYS = ("time", "timestamp", "date", "create_time", "sent_at")
+"""The ``ChatRequest.metadata`` keys adapters keep the platform's own send time in."""
+
 # Scenes in which the bot talks with exactly one person: triggers treat them as private chats
 # and memory scopes group/group_user fall back to user there.
 PRIVATE_SCENES: frozenset[str] = frozenset({"private", "web_session"})
@@ -144,7 +147,7 @@ class ChannelRenderPolicy(_PositionalModel):
         return cls.model_validate(dict(data))
 
 
-class _MappingAccess(BaseModel):
+class MappingAccess(BaseModel):
     """Lets callers that treat these records as dicts (as the seed's adapters return them) read
     them with ``[]``, ``get`` and ``in``."""
 
@@ -166,7 +169,7 @@ class _MappingAccess(BaseModel):
         return getattr(self, key) if self._has_key(key) else default
 
 
-class Attachment(_MappingAccess):
+class Attachment(MappingAccess):
     """One non-text part of a message: an image, a file, audio, video or a sticker.
 
     ``url`` is a download address when the platform gives one; ``file_id`` is the platform's own
@@ -184,7 +187,7 @@ class Attachment(_MappingAccess):
     size: int | None = None
 
 
-class ChatSender(_MappingAccess):
+class ChatSender(MappingAccess):
     """Who sent a message: platform user id, the name to show, group role, bot flag.
 
     The seed's requests carry the sender as a plain name, so a sender also compares equal to the
@@ -209,7 +212,7 @@ class ChatSender(_MappingAccess):
     __hash__ = None  # type: ignore[assignment]
 
 
-class ChatRequest(_MappingAccess):
+class ChatRequest(MappingAccess):
     """One chat message, parsed from a platform event by an adapter's ``parse_event``.
 
     ``is_mentioned``, ``is_reply_to_bot`` and ``character_mode`` are None when the source does

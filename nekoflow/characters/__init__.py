@@ -21,9 +21,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from nekoflow.characters.card import CardData, FieldNote, card_fields, read_card
+from nekoflow.characters.relationship import normalize_relationship
 from nekoflow.errors import InputError
 from nekoflow.storage.dialogue import Role
-from nekoflow.turns.characters import normalize_relationship
 from nekoflow.worldbook import WorldBook
 from nekoflow.worldbook.importers import card_json_from_png, from_character_card
 from nekoflow.worldbook.png import is_png

@@ -1,4 +1,5 @@
-"""Delivery of turn replies to chat platforms: interface, registry, outbox, deliver stage."""
+"""Delivery of turn replies to chat platforms: interface, registry, outbox, decisions (the
+deliver stage that uses them is ``nekoflow.turns.delivery``)."""
 
 from nekoflow.delivery.base import (
     Chunk,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from nekoflow.delivery.tables import ChunkStatus
+from nekoflow.delivery.status import ChunkStatus
 
 
 @dataclass(frozen=True)

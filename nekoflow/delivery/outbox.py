@@ -22,7 +22,7 @@ from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun, TurnStatus
 
 _OPEN = (DeliveryStatus.pending.value, DeliveryStatus.sending.value)
-#: The outbox kind of a voice chunk (``nekoflow.speech.outbox``): its failure is its own.
+#: The outbox kind of a voice chunk (``nekoflow.turns.voice_outbox``): its failure is its own.
 VOICE_KIND = "voice"
 
 

@@ -6,6 +6,9 @@ Platform packages register themselves in a module ``nekoflow.platforms.<name>.de
     register_destination("telegram", telegram_destination)   # channel → Destination | None
     register_sender("telegram", make_telegram_sender)        # platform → factory(bot, settings)
     register_rate_limits("telegram", telegram_limits)        # platform → dest → [RateLimit]
+    register_bot_options("telegram", telegram_bot_options)   # channel → bot → adapter options
+
+The platforms are found by name (:data:`PLATFORMS`), never imported here: they import this.
 """
 
 from __future__ import annotations
@@ -14,19 +17,29 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nekoflow.channels.context import ChatRequest
 from nekoflow.delivery.base import Destination, RateLimit, Sender
+
+if TYPE_CHECKING:
+    from nekoflow.storage.turns import TurnRun
 
 #: factory(bot, settings) → Sender; ``settings`` is the process's ``nekoflow.settings.Settings``.
 SenderFactory = Callable[[str, Any], Sender]
 #: (request: ChatRequest, bot: str | None) → Destination | None.
 DestinationFn = Callable[[Any, str | None], Destination | None]
 RateLimitFn = Callable[[Destination], list[RateLimit]]
+#: bot (None: the platform's default) → the adapter options that bot's own settings give.
+BotOptionsFn = Callable[[str | None], dict[str, Any]]
+
+PLATFORMS = "nekoflow.platforms"
+"""The package whose sub-packages are the platforms."""
 
 _senders: dict[str, SenderFactory] = {}
 _destinations: dict[str, DestinationFn] = {}
 _rate_limits: dict[str, RateLimitFn] = {}
+_bot_options: dict[str, BotOptionsFn] = {}
 _cache: dict[tuple[str, str, int], Sender] = {}
 _lock = threading.Lock()
 _loaded = False
@@ -50,17 +63,21 @@ def register_rate_limits(platform: str, fn: RateLimitFn) -> None:
     _rate_limits[platform] = fn
 
 
+def register_bot_options(channel: str, fn: BotOptionsFn) -> None:
+    """Register the adapter options a ``channel`` bot's own settings give (its username)."""
+    _bot_options[channel] = fn
+
+
 def load_platforms() -> None:
     """Import every ``nekoflow.platforms.<name>.delivery`` module once (they register)."""
     global _loaded
     if _loaded:
         return
-    import nekoflow.platforms as platforms
-
+    platforms = importlib.import_module(PLATFORMS)
     for info in pkgutil.iter_modules(platforms.__path__):
         if not info.ispkg:
             continue
-        name = f"nekoflow.platforms.{info.name}.delivery"
+        name = f"{PLATFORMS}.{info.name}.delivery"
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -98,6 +115,13 @@ def rate_limits_for(dest: Destination) -> list[RateLimit]:
     return [] if fn is None else fn(dest)
 
 
+def bot_options_for(channel: str, bot: str | None) -> dict[str, Any]:
+    """The adapter options ``channel``'s ``bot`` brings itself (empty when none registered)."""
+    load_platforms()
+    fn = _bot_options.get(channel)
+    return {} if fn is None else fn(bot)
+
+
 def has_sender(platform: str) -> bool:
     """True when ``platform`` has a registered sender."""
     load_platforms()
@@ -108,3 +132,15 @@ def clear_senders() -> None:
     """Forget the cached senders (after settings changed: tests, reconfiguration)."""
     with _lock:
         _cache.clear()
+
+
+def plan_delivery(run: TurnRun) -> Destination | None:
+    """Where ``run``'s reply goes, or None (deliver=False, a channel without a sender, no
+    destination in the request). Pure: reads the stored request only."""
+    if run.deliver is False:
+        return None
+    try:
+        request = ChatRequest.model_validate(run.request)
+    except ValueError:
+        return None
+    return destination_for(run.channel, request, run.bot)

@@ -13,7 +13,7 @@ from nekoflow.doctor.rules import Check, webhook_registered
 from nekoflow.settings import Settings
 
 
-def _settings_error(platform: str, exc: Exception) -> Check:
+def settings_error(platform: str, exc: Exception) -> Check:
     """Settings that do not load: each bad one named as its variable, no input value shown."""
     errors = getattr(exc, "errors", None)
     if not callable(errors):
@@ -31,7 +31,7 @@ def _load(platform: str, getter: Callable[[], Any]) -> tuple[Any, Check | None]:
     try:
         return getter(), None
     except Exception as exc:
-        return None, _settings_error(platform, exc)
+        return None, settings_error(platform, exc)
 
 
 def telegram(timeout: float) -> list[Check]:

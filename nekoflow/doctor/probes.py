@@ -153,9 +153,9 @@ def consumers(settings: Settings, timeout: float) -> list[Check]:
     """Ask the running workers which queues they consume (``inspect().active_queues()``)."""
     from celery import Celery
 
-    import celeryconfig
+    from nekoflow.queues import DEFAULT_QUEUE, TASK_ROUTES
 
-    queues = routed_queues(celeryconfig.task_default_queue, celeryconfig.task_routes)
+    queues = routed_queues(DEFAULT_QUEUE, TASK_ROUTES)
     app = Celery("nekoflow-doctor", broker=settings.broker_url, set_as_current=False)
     app.conf.broker_connection_retry = False
     app.conf.broker_transport_options = {"socket_timeout": timeout, "max_retries": 1}

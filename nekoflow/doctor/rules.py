@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from nekoflow.queues import WORKER_APP
+
 OPTIONAL_QUEUES = {"review": "only `nekoflow rereview` batches use it"}
 """Queues a deployment may leave without a consumer, and why."""
 
@@ -67,7 +69,7 @@ def queue_consumers(
                     f"queue {queue}",
                     False,
                     "no worker consumes it" if active else "no worker answered",
-                    f"start a worker with it: celery -A tasks worker -Q {queue} "
+                    f"start a worker with it: celery -A {WORKER_APP} worker -Q {queue} "
                     "(or add it to a running worker's -Q)",
                 )
             )
@@ -76,7 +78,7 @@ def queue_consumers(
 
 def beat_alive(last_sweep: float | None, now: float, interval: float) -> Check:
     """Beat is alive when the sweeper ran within three intervals (at least a minute)."""
-    fix = "run beat once: celery -A tasks beat (or -B on one worker)"
+    fix = f"run beat once: celery -A {WORKER_APP} beat (or -B on one worker)"
     if last_sweep is None:
         return Check("beat", False, "the sweeper has not run (no record in Redis)", fix)
     age = now - last_sweep

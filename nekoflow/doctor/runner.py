@@ -15,7 +15,7 @@ def run_checks(settings: Any = None, *, timeout: float = 2.0) -> list[Check]:
         try:
             settings = get_settings()
         except Exception as exc:
-            return [platforms._settings_error("settings", exc)]
+            return [platforms.settings_error("settings", exc)]
     assert isinstance(settings, Settings)
     checks = [probes.database(settings, timeout)]
     client = probes.redis_client(settings, timeout)

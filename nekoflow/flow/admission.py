@@ -5,19 +5,19 @@ written — like a Dramatiq middleware's before-hook: it decides, the enqueuer a
 decision is one of: make a new turn (with a debounce window under ``merge``), merge into the
 scope's queued turn, or skip with a reason (``rate_limited``). Whatever depends on the scope's
 turns (``busy`` under ``reject``, the turn to join under ``merge``/``interrupt``) is decided by
-:func:`nekoflow.flow.store.create_or_merge` under the scope's lock, not here.
+:func:`nekoflow.turns.flow_store.create_or_merge` under the scope's lock, not here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from nekoflow.channels import ChatRequest
 from nekoflow.delivery.base import RateLimit
 from nekoflow.delivery.ratelimit import RateLimiter
-from nekoflow.flow import store as flow_store
 from nekoflow.flow.limits import acquire
 from nekoflow.flow.policy import FlowPolicy, OnBusy, Rate
 
@@ -61,20 +61,21 @@ def rate_limits(policy: FlowPolicy, channel: str, req: ChatRequest) -> list[Rate
 
 
 def admit(
-    engine: Any,
+    known_turn: Callable[[], str | None],
     limiter: RateLimiter,
     policy: FlowPolicy,
     *,
     channel: str,
     scope_id: str,
     req: ChatRequest,
-    dedupe_key: str | None,
     notice: bool = False,
 ) -> Admission:
     """Decide what becomes of an accepted message of ``scope_id``.
 
-    ``notice``: the caller would send the channel's ``rate_limit_reply`` to a message refused by
-    a rate limit; the admission then says whether this message is the window's one to get it.
+    ``known_turn`` looks up the turn a redelivered message already has (None: none; the
+    enqueuer reads it from SQL, only on the paths that need it). ``notice``: the caller would
+    send the channel's ``rate_limit_reply`` to a message refused by a rate limit; the admission
+    then says whether this message is the window's one to get it.
     """
     limits = rate_limits(policy, channel, req)
     if policy.on_busy == OnBusy.queue and not limits:
@@ -86,7 +87,7 @@ def admit(
     # admitted has used a rate-limit slot — the price of not reading SQL before every message.
 
     def known_or(fallback: Admission | None) -> Admission | None:
-        known = flow_store.merged_turn_for(engine, dedupe_key)
+        known = known_turn()
         return fallback if known is None else Admission("merged", turn_id=known)
 
     if policy.on_busy == OnBusy.interrupt and (seen := known_or(None)) is not None:
@@ -101,7 +102,8 @@ def admit(
         return Admission("new", reject_busy=True)
     if policy.on_busy in (OnBusy.merge, OnBusy.interrupt):
         # Join the scope's queued turn or start one — decided under the scope's lock when the
-        # turn row is written (``flow.store.create_or_merge``), so a concurrent burst is one turn.
+        # turn row is written (``turns.flow_store.create_or_merge``), so a concurrent burst is
+        # one turn.
         not_before = None
         if policy.debounce_seconds and policy.on_busy == OnBusy.merge:
             not_before = datetime.now(UTC) + timedelta(seconds=policy.debounce_seconds)

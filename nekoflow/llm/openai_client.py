@@ -31,14 +31,14 @@ from nekoflow.llm.base import (
 )
 from nekoflow.llm.openai_parse import (
     MAX_DETAIL_CHARS,
-    _error_code,
-    _error_detail,
-    _is_quota_error,
-    _shorten,
-    _status_error,
+    api_error_code,
+    api_error_detail,
+    is_quota_error,
     parse_chat_completion,
     parse_retry_after,
     retry_after_from_headers,
+    shorten,
+    status_error,
 )
 from nekoflow.llm.streaming import TokenSink
 
@@ -203,7 +203,7 @@ class OpenAIChatModel:
             f"api_key={key}, timeout={self.timeout}, connect_timeout={self.connect_timeout})"
         )
 
-    def _sdk(self) -> openai.OpenAI:
+    def sdk(self) -> openai.OpenAI:
         """The SDK client for this process (created on first use, again after a fork). The SDK
         is imported here, not with this module: a process that builds the model but never
         calls it (the ``turns`` worker in rule-review mode) does not pay its 15 MiB."""
@@ -236,23 +236,23 @@ class OpenAIChatModel:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str) -> str:
         """``text`` with the API key and any URL credentials masked, shortened for messages."""
         if self._api_key:
             text = text.replace(self._api_key.get_secret_value(), "***")
         safe = _safe_url(self.base_url)
         if safe != self.base_url:
             text = text.replace(self.base_url, safe)
-        return _shorten(text)
+        return shorten(text)
 
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"{self.name} at {_safe_url(self.base_url)}"
 
-    def _map_error(self, exc: openai.OpenAIError) -> LLMError:
+    def map_error(self, exc: openai.OpenAIError) -> LLMError:
         """The typed LLMError for an SDK exception (message redacted, no key)."""
         import openai  # loaded by :meth:`_sdk` already
 
-        where = self._where()
+        where = self.where()
         if isinstance(exc, openai.APITimeoutError):
             if "connect" in type(exc.__cause__).__name__.lower():
                 return LLMTimeoutError(
@@ -262,27 +262,27 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             kind = type(cause).__name__ if cause is not None else "connection error"
-            detail = self._redact(repr(cause)) if cause is not None else None
+            detail = self.redact(repr(cause)) if cause is not None else None
             return LLMConnectionError(f"{where}: cannot connect ({kind})", detail=detail)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = self._redact(_error_detail(exc.body) or exc.message)
-            code = _error_code(exc.body)
+            detail = self.redact(api_error_detail(exc.body) or exc.message)
+            code = api_error_code(exc.body)
             label = f"HTTP {status}" + (f" {code}" if code else "")
             retry_after = retry_after_from_headers(exc.response.headers) if status == 429 else None
-            if status == 429 and _is_quota_error(exc.body):
+            if status == 429 and is_quota_error(exc.body):
                 # OpenAI answers 429 "insufficient_quota" when billing is exhausted: waiting
                 # will not help, so this one is not retryable.
                 return LLMClientError(
                     f"{where}: HTTP 429 quota exhausted", status_code=429, detail=detail
                 )
             hint = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
-            return _status_error(status, f"{where}: {label}{hint}", retry_after, detail=detail)
+            return status_error(status, f"{where}: {label}{hint}", retry_after, detail=detail)
         if isinstance(exc, openai.APIResponseValidationError):
             return LLMBadResponseError(
-                f"{where}: unusable response", detail=self._redact(exc.message)
+                f"{where}: unusable response", detail=self.redact(exc.message)
             )
-        return LLMError(f"{where}: {type(exc).__name__}", detail=self._redact(str(exc)))
+        return LLMError(f"{where}: {type(exc).__name__}", detail=self.redact(str(exc)))
 
     def _params(
         self,
@@ -307,7 +307,7 @@ class OpenAIChatModel:
         return params
 
     @staticmethod
-    def _create_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    def create_kwargs(params: dict[str, Any]) -> dict[str, Any]:
         """``create()``'s arguments for a checked body: the whole body rides in ``extra_body``.
 
         The SDK walks every argument of ``create()`` against its request TypedDicts before
@@ -345,12 +345,12 @@ class OpenAIChatModel:
             exc.host = self.host  # the reasons that leave the worker name the server
             raise
 
-    def _reraise(self, exc: LLMError) -> LLMError:
+    def reraise(self, exc: LLMError) -> LLMError:
         """``exc`` with this client's name and URL in front (redacted)."""
         return type(exc)(
-            f"{self._where()}: {self._redact(str(exc))}",
+            f"{self.where()}: {self.redact(str(exc))}",
             status_code=exc.status_code,
-            detail=self._redact(exc.detail) if exc.detail else None,
+            detail=self.redact(exc.detail) if exc.detail else None,
         )
 
     def complete(
@@ -363,20 +363,20 @@ class OpenAIChatModel:
     ) -> ChatResult:
         """Send one chat-completions request and return the reply; raise a typed LLMError."""
         params = self._params(messages, temperature, max_tokens, json_mode)
-        client = self._sdk()
+        client = self.sdk()
         import openai  # loaded by :meth:`_sdk`: for its exception classes
 
         started = time.perf_counter()
         try:
-            raw = client.chat.completions.with_raw_response.create(**self._create_kwargs(params))
+            raw = client.chat.completions.with_raw_response.create(**self.create_kwargs(params))
             payload = raw.http_response.content
         except openai.OpenAIError as exc:
-            raise self._at_host(self._map_error(exc)) from None
+            raise self._at_host(self.map_error(exc)) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
         try:
             return parse_chat_completion(payload, default_model=self.model, latency_ms=latency_ms)
         except LLMError as exc:
-            raise self._at_host(self._reraise(exc)) from None
+            raise self._at_host(self.reraise(exc)) from None
 
     def _at_host(self, exc: LLMError) -> LLMError:
         """``exc`` marked with the model server's host (the reasons that leave name it)."""

@@ -101,7 +101,7 @@ def _message_text(content: Any) -> str | None:
     return None
 
 
-def _status_error(
+def status_error(
     status: int, message: str, retry_after: float | None = None, *, detail: str | None = None
 ) -> LLMError:
     """The typed error for an HTTP error status (``detail``: the server's words, kept apart)."""
@@ -142,9 +142,9 @@ def parse_chat_completion(
         err = body["error"]
         detail = err.get("message") if isinstance(err, dict) else err
         code = err.get("code") if isinstance(err, dict) else None
-        said = _shorten(str(detail))
+        said = shorten(str(detail))
         if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
-            raise _status_error(code, f"server returned an error object ({code})", detail=said)
+            raise status_error(code, f"server returned an error object ({code})", detail=said)
         raise LLMBadResponseError("server returned an error object", status_code=200, detail=said)
     if not isinstance(choices, list) or not choices:
         raise LLMBadResponseError("response has no choices", status_code=200)
@@ -160,7 +160,7 @@ def parse_chat_completion(
             raise LLMBadResponseError(
                 f"choices[0].message.content is {type(message.get('content')).__name__} ({why})",
                 status_code=200,
-                detail=_shorten(refusal) if isinstance(refusal, str) else None,
+                detail=shorten(refusal) if isinstance(refusal, str) else None,
             )
     elif isinstance(choice.get("text"), str):  # legacy completions shape from some servers
         text = choice["text"]
@@ -180,12 +180,12 @@ def parse_chat_completion(
     )
 
 
-def _shorten(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+def shorten(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _is_quota_error(body: object) -> bool:
+def is_quota_error(body: object) -> bool:
     """Whether an error body says the account's quota is exhausted (OpenAI's 429 variant)."""
     err = body.get("error", body) if isinstance(body, dict) else None
     if not isinstance(err, dict):
@@ -196,7 +196,7 @@ def _is_quota_error(body: object) -> bool:
 _CODE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
 
 
-def _error_code(body: object) -> str | None:
+def api_error_code(body: object) -> str | None:
     """The error object's machine-readable ``code`` or ``type`` when it is an identifier (never
     free text, which may quote the input)."""
     err = body.get("error", body) if isinstance(body, dict) else None
@@ -209,7 +209,7 @@ def _error_code(body: object) -> str | None:
     return None
 
 
-def _error_detail(body: object) -> str | None:
+def api_error_detail(body: object) -> str | None:
     """The human message in an error body (``{"error": {"message": …}}`` and variants)."""
     if isinstance(body, dict):
         err = body.get("error", body)

@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nekoflow.llm.base import (
     ChatResult,
@@ -27,7 +27,43 @@ from nekoflow.llm.streaming import TokenSink, assemble_lines
 from nekoflow.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from nekoflow.llm.openai_client import OpenAIChatModel
+    import openai
+
+
+class StreamingModel(Protocol):
+    """What a streamed call needs of its client (``OpenAIChatModel``): its settings, its SDK
+    client and its error mapping (typed here, so this module never imports the client's)."""
+
+    model: str
+    host: str
+    timeout: float
+    stream_usage_option: bool
+    warned_no_usage: bool
+
+    def sdk(self) -> openai.OpenAI:
+        """The SDK client."""
+        ...
+
+    @staticmethod
+    def create_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+        """The SDK ``create`` keyword arguments for the request ``params``."""
+        ...
+
+    def map_error(self, exc: openai.OpenAIError) -> LLMError:
+        """The typed error for an SDK exception."""
+        ...
+
+    def reraise(self, exc: LLMError) -> LLMError:
+        """``exc`` named after the client (redacted)."""
+        ...
+
+    def where(self) -> str:
+        """The client's name and URL (for messages)."""
+        ...
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key."""
+        ...
 
 STREAM_OPTIONS = {"include_usage": True}
 """Asks the server for a last chunk carrying the token usage."""
@@ -39,7 +75,7 @@ log = logging.getLogger(__name__)
 
 
 def stream_completion(
-    model: OpenAIChatModel, params: dict[str, Any], on_delta: TokenSink
+    model: StreamingModel, params: dict[str, Any], on_delta: TokenSink
 ) -> ChatResult:
     """One streamed call with the checked request ``params``; deltas go to ``on_delta``.
 
@@ -66,7 +102,7 @@ def stream_completion(
 
 
 def with_estimated_usage(
-    model: OpenAIChatModel, params: dict[str, Any], result: ChatResult
+    model: StreamingModel, params: dict[str, Any], result: ChatResult
 ) -> ChatResult:
     """``result``, or when the server reported no usage, with estimated token counts marked
     ``usage_estimated`` (the first time per client, a warning naming the server)."""
@@ -104,8 +140,8 @@ def estimate_prompt(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def _stream_once(model: OpenAIChatModel, params: dict[str, Any], on_delta: TokenSink) -> ChatResult:
-    client = model._sdk()
+def _stream_once(model: StreamingModel, params: dict[str, Any], on_delta: TokenSink) -> ChatResult:
+    client = model.sdk()
     import openai  # loaded by ``_sdk``: for its exception classes
 
     started = time.perf_counter()
@@ -113,7 +149,7 @@ def _stream_once(model: OpenAIChatModel, params: dict[str, Any], on_delta: Token
     body = {**params, "stream": True}
     lib: Any = None
     try:
-        kwargs = model._create_kwargs(body)
+        kwargs = model.create_kwargs(body)
         with client.chat.completions.with_streaming_response.create(**kwargs) as response:
             http = response.http_response
             lib = _http_library(http)
@@ -135,19 +171,19 @@ def _stream_once(model: OpenAIChatModel, params: dict[str, Any], on_delta: Token
                 deadline=deadline,
             )
     except openai.OpenAIError as exc:
-        raise model._map_error(exc) from None
+        raise model.map_error(exc) from None
     except LLMError as exc:
-        raise model._reraise(exc) from None
+        raise model.reraise(exc) from None
     except Exception as exc:
         if lib is None or not isinstance(exc, lib.HTTPError):
             raise
         if isinstance(exc, lib.TimeoutException):
             raise LLMTimeoutError(
-                f"{model._where()}: stream stalled for {model.timeout:g} s"
+                f"{model.where()}: stream stalled for {model.timeout:g} s"
             ) from None
         raise LLMConnectionError(
-            f"{model._where()}: stream cut ({type(exc).__name__})",
-            detail=model._redact(repr(exc)),
+            f"{model.where()}: stream cut ({type(exc).__name__})",
+            detail=model.redact(repr(exc)),
         ) from None
 
 

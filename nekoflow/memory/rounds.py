@@ -103,10 +103,10 @@ def index_round(
             },
         )
         return
-    from nekoflow.memory.store import _apply_stats  # the memories' upsert (one statement)
+    from nekoflow.memory.store import apply_stats  # the memories' upsert (one statement)
 
     _INSERT.rows(s, values)
-    _apply_stats(s, delta)
+    apply_stats(s, delta)
 
 
 @cache

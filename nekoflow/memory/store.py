@@ -82,7 +82,7 @@ def index(rec: MemoryRecord) -> None:
     rec.embedding = rec.embedding_model = None
 
 
-def _stat_delta(rec: MemoryRecord, sign: int, into: Counter[tuple[str, str]]) -> None:
+def stat_delta(rec: MemoryRecord, sign: int, into: Counter[tuple[str, str]]) -> None:
     key = scope_token(rec.role_id, rec.scope_id)
     words = doc_terms(rec.terms)
     into[(key, DOCS)] += sign
@@ -116,7 +116,7 @@ def _stats_upsert_pg() -> Any:
 _STATS_UPSERT_PG = _stats_upsert_pg()
 
 
-def _apply_stats(s: Session, delta: Counter[tuple[str, str]]) -> None:
+def apply_stats(s: Session, delta: Counter[tuple[str, str]]) -> None:
     """Add ``delta`` to the term statistics with one upsert (rows sorted: no deadlocks)."""
     rows = [(k, t, n) for (k, t), n in sorted(delta.items()) if n]
     if not rows:
@@ -150,10 +150,10 @@ def add_indexed(s: Session, rows: Sequence[MemoryRecord]) -> None:
     delta: Counter[tuple[str, str]] = Counter()
     for rec in rows:
         index(rec)
-        _stat_delta(rec, +1, delta)
+        stat_delta(rec, +1, delta)
         s.add(rec)
     s.flush()
-    _apply_stats(s, delta)
+    apply_stats(s, delta)
 
 
 def _shown(s: Session, rec: MemoryRecord, target: int | None, now: datetime) -> MemoryRecord | None:
@@ -224,7 +224,7 @@ def write_memories(
             rec.updated_at = rec.updated_at or rec.created_at
             s.add(rec)
             s.flush()
-            _stat_delta(rec, +1, delta)
+            stat_delta(rec, +1, delta)
             counts.added += 1
         for d in decisions:
             old = existing.get(d.target) if d.target is not None else None
@@ -240,7 +240,7 @@ def write_memories(
                 counts.unchanged += d.op == "NOOP"
             s.add(old)
         s.flush()
-    _apply_stats(s, delta)
+    apply_stats(s, delta)
     return counts
 
 
@@ -280,13 +280,13 @@ def _note_summaries(
     for summary in rows:
         if note in summary.content:
             continue
-        _stat_delta(summary, -1, delta)
+        stat_delta(summary, -1, delta)
         summary.content = f"{summary.content} {note}"
         summary.terms = index_text(
             summary.role_id, summary.scope_id, summary.title, summary.content
         )
         summary.embedding = summary.embedding_model = None
-        _stat_delta(summary, +1, delta)
+        stat_delta(summary, +1, delta)
         s.add(summary)
 
 
@@ -300,7 +300,7 @@ def _restate(
 ) -> None:
     """``old`` restated by ``new``: content (UPDATE), importance, mentions, last seen, expiry."""
     if update:
-        _stat_delta(old, -1, delta)
+        stat_delta(old, -1, delta)
         old.title, old.content, old.mem_type, old.target = (
             new.title,
             new.content,
@@ -308,7 +308,7 @@ def _restate(
             new.target,
         )
         index(old)
-        _stat_delta(old, +1, delta)
+        stat_delta(old, +1, delta)
     old.importance = max(old.importance, new.importance)
     old.mentions = (old.mentions or 1) + 1
     old.updated_at = now
@@ -379,10 +379,10 @@ def forget(s: Session, rows: Sequence[MemoryRecord]) -> int:
     gone = {m.id: m for m in [*rows, *history]}
     for m in gone.values():
         if m.terms:
-            _stat_delta(m, -1, delta)
+            stat_delta(m, -1, delta)
         s.delete(m)
     s.flush()
-    _apply_stats(s, delta)
+    apply_stats(s, delta)
     return len(gone)
 
 
@@ -391,10 +391,10 @@ def remove_rows(s: Session, rows: Iterable[MemoryRecord]) -> None:
     delta: Counter[tuple[str, str]] = Counter()
     for m in rows:
         if m.terms:
-            _stat_delta(m, -1, delta)
+            stat_delta(m, -1, delta)
         s.delete(m)
     s.flush()
-    _apply_stats(s, delta)
+    apply_stats(s, delta)
 
 
 def backfill(s: Session, batch: int = 500) -> int:
@@ -413,8 +413,8 @@ def backfill(s: Session, batch: int = 500) -> int:
         for rec in todo:
             index(rec)
             rec.updated_at = rec.updated_at or rec.created_at
-            _stat_delta(rec, +1, delta)
+            stat_delta(rec, +1, delta)
             s.add(rec)
         s.flush()
-        _apply_stats(s, delta)
+        apply_stats(s, delta)
         done += len(todo)

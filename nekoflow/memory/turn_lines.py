@@ -65,7 +65,7 @@ _LOCK_SAVE = FastStatement(
 """The save's no-op UPDATE (built once)."""
 
 
-def _lock_save(session: Session, save_id: int) -> tuple[int | None, int, str]:
+def lock_save(session: Session, save_id: int) -> tuple[int | None, int, str]:
     """Take the save's write lock by a no-op UPDATE (PostgreSQL row lock, SQLite db lock);
     returns the save's active leaf as it is under the lock, its character and scope."""
     row = _LOCK_SAVE.first(session, {"p_save": save_id})
@@ -84,7 +84,7 @@ _TURN_LINES = FastStatement(
 )
 
 
-def _turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
+def saved_turn_lines(session: Session, save_id: int, turn_id: str) -> list[Line]:
     """The lines ``turn_id`` wrote in the save, oldest first (detached)."""
     rows = _TURN_LINES.rows(session, {"p_save": save_id, "p_turn": turn_id})
     return [detached(Line, row) for row in rows]
@@ -204,10 +204,11 @@ def write_turn(
     if not users and not segments:
         raise InputError("a turn needs at least one user line or reply segment", field="user_lines")
 
-    leaf, save_role, save_scope = _lock_save(session, save_id)
-    # Written before, by the lock's winner, or by a supersede (``flow.store.supersede_running``
-    # keeps a superseded turn's user lines, outside any stage result): never twice.
-    existing = _turn_lines(session, save_id, turn_id)
+    leaf, save_role, save_scope = lock_save(session, save_id)
+    # Written before, by the lock's winner, or by a supersede
+    # (``turns.flow_store.supersede_running`` keeps a superseded turn's user lines, outside any
+    # stage result): never twice.
+    existing = saved_turn_lines(session, save_id, turn_id)
     if existing:
         return existing
     stamp = now or utcnow()

@@ -30,7 +30,7 @@ from prometheus_client import (
 from prometheus_client import REGISTRY as DEFAULT_REGISTRY
 
 from nekoflow.observability import hooks
-from nekoflow.usage.prices import Price, cost
+from nekoflow.prices import Price, cost
 
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 """Buckets of stage latency, queue wait and LLM latency (seconds)."""

@@ -1,6 +1,6 @@
 """Celery middleware: task signals feed the metrics (and traces) of every nekoflow task.
 
-Imported once by the ``tasks`` package, so no stage contains measuring code. Before a task
+Imported once by ``nekoflow.worker``, so no stage contains measuring code. Before a task
 message is published it gets a ``nekoflow_published`` header (Unix time); when a worker starts
 the task the wait since then (or since its countdown fell due) is the queue wait; prerun →
 postrun is the stage latency, by outcome (``ok``, ``stopped``, ``retry``, ``failed``), and,

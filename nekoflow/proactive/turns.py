@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from nekoflow.turns.clock import TIME_KEYS
+from nekoflow.channels.context import TIME_KEYS
 
 PROACTIVE = "proactive"
 """The request-metadata key that marks a proactive turn: ``{"kind", "schedule", "n"}``."""

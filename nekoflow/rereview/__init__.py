@@ -2,7 +2,7 @@
 (Celery ``review`` queue or in process), idempotent review records, and replay (``--apply``).
 
 The names exported here are the pure core; SQL lives in ``store``/``runner``/``apply``, Celery in
-``tasks/rereview.py``.
+``nekoflow.worker.rereview``.
 """
 
 from nekoflow.rereview.core import (

@@ -55,7 +55,7 @@ class RateColumn(ProgressColumn):
 
 
 def _broker_configured() -> bool:
-    from tasks.embedded import broker_configured
+    from nekoflow.taskqueue import broker_configured
 
     return broker_configured()
 
@@ -135,8 +135,9 @@ def follow(
             ):
                 hinted = True
                 console.print(
-                    "[yellow]no worker has started a batch yet: is `celery -A tasks worker "
-                    "-Q review` running against this broker? (--inline runs here instead)"
+                    "[yellow]no worker has started a batch yet: is `celery -A nekoflow.worker "
+                    "worker -Q review` running against this broker? (--inline runs here instead)",
+                    soft_wrap=True,  # never a line break inside the command
                 )
             if (
                 resend is not None
@@ -354,13 +355,13 @@ def rereview_command(
         runner.start()
     resend: Callable[[list[int]], None] | None = None
     if pending and not use_inline:
-        from tasks.rereview import dispatch
+        from nekoflow.taskqueue import task_queue
 
         job_id, job_mode = job.id, job.mode
-        dispatch(job_id, pending, job_mode)
+        task_queue().dispatch_rereview(job_id, pending, job_mode)
 
         def resend(batches: list[int]) -> None:
-            dispatch(job_id, batches, job_mode)
+            task_queue().dispatch_rereview(job_id, batches, job_mode)
 
     try:
         p = follow(engine, job.id, poll=poll, runner=runner, resend=resend)

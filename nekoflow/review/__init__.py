@@ -17,9 +17,10 @@ from nekoflow.review.models import (
     ReviewScore,
     WorldBookUpdate,
 )
-from nekoflow.review.pipeline import REVIEW_EVENTS, ReviewPipeline, get_review_pipeline
+from nekoflow.review.pipeline import REVIEW_EVENTS, ReviewPipeline
 from nekoflow.review.rules import ReviewKeywords, run_rule_review, total_delta
 from nekoflow.review.timegap import RealTimeContext, real_time_context
+from nekoflow.review.wiring import get_review_pipeline
 
 __all__ = [
     "REVIEW_EVENTS",

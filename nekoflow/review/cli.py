@@ -12,8 +12,8 @@ from rich.table import Table
 
 from nekoflow.events import RecordingEventBus
 from nekoflow.review.models import ReviewInput
-from nekoflow.review.pipeline import get_review_pipeline
 from nekoflow.review.timegap import real_time_context
+from nekoflow.review.wiring import get_review_pipeline
 
 console = Console()
 

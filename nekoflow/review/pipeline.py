@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any, Literal
 
 from nekoflow.errors import ConfigError
@@ -74,6 +75,7 @@ class ReviewPipeline:
         *,
         autostate: AutoStateCache | None = None,
         keywords: ReviewKeywords | None = None,
+        llm_factory: Callable[[], ChatModel] | None = None,
     ) -> None:
         if mode not in ("rule", "llm"):
             raise ConfigError(f"mode: must be 'rule' or 'llm', got {mode!r}", field="mode")
@@ -88,17 +90,20 @@ class ReviewPipeline:
         # ``is not None``: a bus that happens to be falsy (empty, __len__ 0) is still a bus.
         self.event_bus: EventBus = event_bus if event_bus is not None else NullEventBus()
         self._llm = llm
+        self._llm_factory = llm_factory
         self.autostate: AutoStateCache = autostate if autostate is not None else process_autostate()
         self.keywords = keywords
 
     @property
     def llm(self) -> ChatModel:
-        """The chat model used in LLM mode (built from settings on first use when not given)."""
+        """The chat model used in LLM mode (``llm_factory`` builds it on first use when not
+        given; :func:`~nekoflow.review.wiring.get_review_pipeline` passes the configured one)."""
         if self._llm is None:
-            from nekoflow.llm.factory import make_chat_model
-            from nekoflow.settings import get_settings
-
-            self._llm = make_chat_model(get_settings())
+            if self._llm_factory is None:
+                raise ConfigError(
+                    "llm: LLM review needs a chat model (pass llm= or llm_factory=)", field="llm"
+                )
+            self._llm = self._llm_factory()
         return self._llm
 
     def _event(self, inp: ReviewInput, event_type: str, payload: dict[str, Any]) -> Event:
@@ -237,36 +242,3 @@ class ReviewPipeline:
         )
         self._send(pending)
         return output
-
-
-def get_review_pipeline(
-    event_bus: EventBus | None = None,
-    *,
-    mode: Literal["rule", "llm"] | None = None,
-    llm: ChatModel | None = None,
-) -> ReviewPipeline:
-    """A pipeline configured from settings: review mode, AutoState backend and, when no
-    ``event_bus`` is given and ``NEKOFLOW_EVENT_BUS=redis``, the Redis pub/sub bus."""
-    from nekoflow.settings import get_settings
-
-    settings = get_settings()
-    autostate: AutoStateCache | None = None
-    if settings.effective_autostate_backend == "redis" or (
-        event_bus is None and settings.effective_event_bus == "redis"
-    ):
-        from nekoflow.redis_client import make_redis
-
-        client = make_redis(settings.redis_url)
-        if settings.effective_autostate_backend == "redis":
-            from nekoflow.review.autostate_redis import RedisAutoState
-
-            autostate = RedisAutoState(
-                client, prefix=settings.redis_prefix, ttl_seconds=settings.autostate_ttl_seconds
-            )
-        if event_bus is None and settings.effective_event_bus == "redis":
-            from nekoflow.events_redis import RedisEventBus
-
-            event_bus = RedisEventBus(client, prefix=settings.redis_prefix)
-    return ReviewPipeline(
-        mode=mode or settings.review_mode, event_bus=event_bus, llm=llm, autostate=autostate
-    )

@@ -3,5 +3,6 @@
 Pure decisions live in :mod:`nekoflow.speech.plan`; providers (httpx) in
 :mod:`nekoflow.speech.openai_speech` and :mod:`nekoflow.speech.gpt_sovits`; SQL (parts, clip
 cache, usage) in :mod:`nekoflow.speech.store`; the synthesis stage in
-:mod:`nekoflow.speech.synth`. The Celery task is ``tasks.speech`` (queue ``speech``).
+:mod:`nekoflow.turns.speech_synth`. The Celery task is ``nekoflow.worker.speech`` (queue
+``speech``).
 """

@@ -2,7 +2,7 @@
 cache key, whether a channel and chat get voice, and what the delivery does with a voice part.
 
 No Celery, Redis, SQL or httpx here: the shells (:mod:`nekoflow.speech.store`,
-:mod:`nekoflow.speech.synth`, the deliver stage) load, call these, and store.
+:mod:`nekoflow.turns.speech_synth`, the deliver stage) load, call these, and store.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
+from nekoflow.characters.relationship import DEFAULT_RELATIONSHIP
 from nekoflow.review.models import RELATIONSHIP_DIMENSIONS, RelationshipDelta, clamp_dimension
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.turns import DeltaLedger, Relationship, TurnRun, TurnStatus
-from nekoflow.turns.characters import DEFAULT_RELATIONSHIP
 
 _RUN: Any = TurnRun.__table__  # type: ignore[attr-defined]
 _LEDGER: Any = DeltaLedger.__table__  # type: ignore[attr-defined]

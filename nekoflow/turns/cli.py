@@ -61,8 +61,7 @@ def escape(text: str) -> str:
 def _runtime() -> Iterator[TurnDeps]:
     """Real workers when a broker is configured, else an embedded worker on the settings' DB."""
     from nekoflow.settings import get_settings
-    from tasks.embedded import broker_configured, embedded_worker
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import broker_configured, task_queue
 
     if broker_configured():
         from nekoflow.startup import check_broker, check_redis
@@ -71,9 +70,9 @@ def _runtime() -> Iterator[TurnDeps]:
         check_broker(settings.broker_url or "")  # before anything is written
         if settings.redis_configured:
             check_redis(settings.redis_url)
-        yield get_deps()
+        yield task_queue().get_deps()
         return
-    with embedded_worker(get_settings()) as deps:
+    with task_queue().embedded_worker(get_settings()) as deps:
         yield deps
 
 
@@ -136,10 +135,10 @@ def turn_command(
         }
         if character:
             event["character_id"] = character
-        from tasks.turns import enqueue_turn
+        from nekoflow.taskqueue import task_queue
 
         try:
-            handle = enqueue_turn("web", event)
+            handle = task_queue().enqueue_turn("web", event)
         except NekoflowError as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None
@@ -282,12 +281,12 @@ def runs_command(
 
 def sweep_command() -> None:
     """Re-publish turns stuck past the lease (what the beat task does every interval)."""
-    from tasks.deliver import republish_deliveries
-    from tasks.turns import republish_stuck
+    from nekoflow.taskqueue import task_queue
 
-    republished = republish_stuck()
+    queue = task_queue()
+    republished = queue.republish_stuck()
     console.print(f"re-published {len(republished)} stuck turn(s)")
-    deliveries = republish_deliveries()
+    deliveries = queue.republish_deliveries()
     if deliveries:
         console.print(f"re-published {len(deliveries)} stalled deliveries")
     for turn_id in republished:

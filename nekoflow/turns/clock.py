@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-TIME_KEYS = ("time", "timestamp", "date", "create_time", "sent_at")
+from nekoflow.channels.context import TIME_KEYS
+
 MAX_FUTURE = timedelta(minutes=5)
 
 

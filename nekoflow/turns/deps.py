@@ -47,15 +47,12 @@ class _NamedModel:
 
 
 def _bot_options(channel: str, bot: str | None) -> dict[str, Any]:
-    """Adapter options a platform bot's own settings give: a Telegram bot's ``bot_username``
-    (``NEKOFLOW_TELEGRAM_BOT_USERNAME`` or its ``NEKOFLOW_TELEGRAM_BOTS`` entry), so group
-    @mentions of that bot count. Empty for other channels and bots without one."""
-    if channel != "telegram":
-        return {}
-    from nekoflow.platforms.telegram.settings import get_telegram_settings
+    """Adapter options a platform bot's own settings give (the platform registers them): a
+    Telegram bot's ``bot_username`` (``NEKOFLOW_TELEGRAM_BOT_USERNAME`` or its
+    ``NEKOFLOW_TELEGRAM_BOTS`` entry), so group @mentions of that bot count."""
+    from nekoflow.delivery.registry import bot_options_for
 
-    found = get_telegram_settings().bot(bot)
-    return {"bot_username": found.bot_username} if found and found.bot_username else {}
+    return bot_options_for(channel, bot)
 
 
 @dataclass

@@ -6,18 +6,17 @@ import uuid
 from typing import Any
 
 from nekoflow.channels import ChatRequest
-from nekoflow.channels.config_watch import refresh as refresh_config
-from nekoflow.delivery.runner import initial_delivery_status
-from nekoflow.flow import store as flow_store
 from nekoflow.flow.admission import admit
 from nekoflow.flow.limits import claim_notice
-from nekoflow.flow.notice import send_notice, window_key
-from nekoflow.flow.store import Written
 from nekoflow.observability import hooks
 from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import publications, store
+from nekoflow.turns import flow_store, publications, store
+from nekoflow.turns.config_watch import refresh as refresh_config
+from nekoflow.turns.delivery import initial_delivery_status
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.flow_store import Written
 from nekoflow.turns.handle import TurnHandle
+from nekoflow.turns.notice import send_notice, window_key
 from nekoflow.turns.notify import notifier_for
 from nekoflow.turns.sweep import publish_claimed
 
@@ -70,13 +69,12 @@ def submit_turn(
     if bot and key:
         key += f"@{bot}"  # two bots in one group each answer the same message
     admission = admit(
-        deps.engine,
+        lambda: flow_store.merged_turn_for(deps.engine, key),
         deps.rate_limiter,
         policy,
         channel=adapter.channel_name,
         scope_id=decision.scope_id,
         req=req,
-        dedupe_key=key,
         notice=deliver,
     )
     notifier = notifier_for(deps.settings)

@@ -66,7 +66,7 @@ _NEXT_SEQ = {d: FastStatement(_next_seq_statement(d)) for d in ("postgresql", "s
 """Built once per dialect: building it on every enqueue cost more than running it."""
 
 
-def _next_seq(session: Bind, scope_id: str) -> int:
+def next_seq(session: Bind, scope_id: str) -> int:
     """Take the scope's next sequence number (an upsert that locks the scope's counter row
     until the caller's transaction ends; rolled back with it)."""
     return int(_NEXT_SEQ[dialect_name(session)].scalar(session, {"p_scope": scope_id}))
@@ -74,10 +74,10 @@ def _next_seq(session: Bind, scope_id: str) -> int:
 
 def insert_run(session: Bind, run: TurnRun, seq: int | None, *, claim_publish: bool) -> TurnRun:
     """Insert ``run`` in the caller's transaction, with ``seq`` (the scope's next, taken by
-    :func:`_next_seq`; None: the turn is not ordered, its own ``seq`` is kept), and return the
+    :func:`next_seq`; None: the turn is not ordered, its own ``seq`` is kept), and return the
     row (detached, as if loaded; ``run`` itself is not changed). IntegrityError on a duplicate.
 
-    ``claim_publish`` (the caller holds the scope's lock, taken by :func:`_next_seq`): the
+    ``claim_publish`` (the caller holds the scope's lock, taken by :func:`next_seq`): the
     turn's first publication is claimed (``publishes = 1``) when no earlier turn of its scope is
     unfinished, in the same statement. Whoever finishes the scope's running turn takes the same
     lock before it looks for the next turn (:func:`claim_next_in`), so exactly one of them
@@ -116,7 +116,7 @@ def create_turn_run(
     with engine.connect() as s:
         seq = None
         if run.scope_id is not None and run.status == TurnStatus.queued:
-            seq = _next_seq(s, run.scope_id)  # the scope's lock, until the commit
+            seq = next_seq(s, run.scope_id)  # the scope's lock, until the commit
         try:
             row = insert_run(s, run, seq, claim_publish=claim_publish)
             s.commit()

@@ -11,12 +11,12 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from nekoflow.prices import Price, cost
 from nekoflow.storage import read_session
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.fastsql import Bind, FastStatement
 from nekoflow.storage.usage import LLMUsage
 from nekoflow.usage.meter import UsageEntry
-from nekoflow.usage.prices import Price, cost
 
 GroupBy = Literal["day", "channel", "character", "scope", "model", "kind"]
 """What the usage report groups by."""

@@ -47,8 +47,8 @@ from nekoflow.worldbook.index import (
     CompiledBook,
     KeywordRef,
     PatternRefs,
+    Side,
     Verifier,
-    _Side,
     utf8_view,
 )
 from nekoflow.worldbook.keys import (
@@ -68,9 +68,9 @@ def _build_side(
     patterns: dict[str, list[KeywordRef]],
     verify: dict[KeywordRef, Verifier],
     primary_counts: list[int],
-) -> _Side:
+) -> Side:
     if not patterns:
-        return _Side(None, ())
+        return Side(None, ())
     automaton = ahocorasick.Automaton()
     refs: list[tuple[KeywordRef, ...]] = []
     groups: list[PatternRefs] = []
@@ -87,7 +87,7 @@ def _build_side(
             )
         )
     automaton.make_automaton()
-    return _Side(automaton, tuple(refs), tuple(groups))
+    return Side(automaton, tuple(refs), tuple(groups))
 
 
 def _entry_depth(entry: WorldBookEntry, book_depth: int | None) -> int | None:

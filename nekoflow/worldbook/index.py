@@ -21,7 +21,7 @@ PatternRefs = tuple[tuple[KeywordRef, ...], tuple[KeywordRef, ...], tuple[Keywor
 
 
 @dataclass(frozen=True, slots=True)
-class _Side:
+class Side:
     """One automaton (case-insensitive or case-sensitive half) and its pattern → refs table."""
 
     automaton: ahocorasick.Automaton | None
@@ -60,8 +60,8 @@ class CompiledBook:
     """
 
     entry_count: int
-    insensitive: _Side
-    sensitive: _Side
+    insensitive: Side
+    sensitive: Side
     always_on: tuple[int, ...]
     with_state_triggers: tuple[int, ...]
     #: Keys confirmed after the automaton found their literal (regex keys, whole-word keys).

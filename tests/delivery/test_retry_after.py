@@ -14,9 +14,9 @@ from nekoflow.delivery import outbox
 from nekoflow.delivery.base import Chunk, Destination, RetryLater, SendResult
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
 from nekoflow.delivery.registry import register_destination
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.delivery import DeliveryDeps, deliver_turn
 
 CHANNEL = "retry-after-test"
 

@@ -91,7 +91,7 @@ def test_every_quick_start_has_its_steps() -> None:
             "NEKOFLOW_LLM_BASE_URL",
             "NEKOFLOW_LLM_MODEL",
             "NEKOFLOW_LLM_API_KEY",
-            "celery -A tasks beat",
+            "celery -A nekoflow.worker beat",
             "nekoflow doctor",
             "nekoflow runs",
         ):
@@ -149,7 +149,7 @@ def test_celery_commands_name_real_queues() -> None:
         for block in blocks(page):
             for line in block.commands:
                 words = shlex.split(line)
-                if words[:3] != ["celery", "-A", "tasks"]:
+                if words[:3] != ["celery", "-A", "nekoflow.worker"]:
                     continue
                 assert words[3] in ("worker", "beat"), line
                 if "-Q" in words:

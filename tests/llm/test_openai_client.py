@@ -493,17 +493,17 @@ def test_408_is_a_retryable_timeout(httpserver: HTTPServer, model: OpenAIChatMod
 
 
 def test_sdk_client_has_retries_off_and_split_timeouts(model: OpenAIChatModel) -> None:
-    sdk = model._sdk()
+    sdk = model.sdk()
     assert sdk.max_retries == 0
     assert sdk.timeout.connect == 0.5
     assert sdk.timeout.read == 0.5
-    assert model._sdk() is sdk  # reused within a process
+    assert model.sdk() is sdk  # reused within a process
 
 
 def test_sdk_client_is_recreated_after_a_fork(model: OpenAIChatModel) -> None:
-    before = model._sdk()
+    before = model.sdk()
     model._client_pid = -1  # as seen from a forked child: the parent's pid
-    after = model._sdk()
+    after = model.sdk()
     assert after is not before
     assert model._client_pid == os.getpid()
 

@@ -8,8 +8,8 @@ from prometheus_client import REGISTRY
 
 from nekoflow.observability import hooks, metrics
 from nekoflow.observability.worker import stage_of
+from nekoflow.prices import Price
 from nekoflow.turns.enqueue import submit_turn
-from nekoflow.usage.prices import Price
 
 
 def value(name: str, **labels: str) -> float:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nekoflow.channels import CharacterRuntimeContextDispatcher, config_watch, load_runtime_config
+from nekoflow.channels import CharacterRuntimeContextDispatcher, load_runtime_config
+from nekoflow.turns import config_watch
 from nekoflow.turns.enqueue import submit_turn
 
 REPO = Path(__file__).resolve().parents[2]

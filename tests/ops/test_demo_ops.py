@@ -45,7 +45,7 @@ def test_no_worker_is_one_line_saying_to_start_one(tmp_path: Path, redis_url: st
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Celery worker answered" in lines[0], proc.stderr
-    assert "celery -A tasks worker" in lines[0] and "Traceback" not in proc.stdout
+    assert "celery -A nekoflow.worker worker" in lines[0] and "Traceback" not in proc.stdout
     if db.exists():
         engine = make_engine(f"sqlite:///{db}")
         if "turn_run" in inspect(engine).get_table_names():

@@ -66,7 +66,7 @@ def test_queue_without_consumer_names_the_worker_command() -> None:
     checks = by_name(queue_consumers(["turns", "llm", "memory", "review"], active))
     assert checks["queue turns"].ok and "w1@h" in checks["queue turns"].detail
     assert not checks["queue memory"].ok
-    assert "celery -A tasks worker -Q memory" in checks["queue memory"].fix
+    assert "celery -A nekoflow.worker worker -Q memory" in checks["queue memory"].fix
     assert checks["queue review"].ok  # optional: only bulk re-review uses it
     assert all(not c.ok for c in queue_consumers(["turns"], None))
 
@@ -83,7 +83,7 @@ def test_speech_queue_needs_a_consumer_only_with_voice_on() -> None:
 
 def test_beat_freshness() -> None:
     assert beat_alive(None, 1000.0, 30).ok is False
-    assert "celery -A tasks beat" in beat_alive(None, 1000.0, 30).fix
+    assert "celery -A nekoflow.worker beat" in beat_alive(None, 1000.0, 30).fix
     assert beat_alive(990.0, 1000.0, 30).ok
     stale = beat_alive(800.0, 1000.0, 30)
     assert not stale.ok and "200 s ago" in stale.detail

@@ -9,10 +9,10 @@ import pytest
 from sqlmodel import Session
 
 from nekoflow.channels import CharacterRuntimeContextDispatcher, load_runtime_config
-from nekoflow.channels.config_watch import check_config
 from nekoflow.characters import import_card
 from nekoflow.flow.policy import load_flow_config
 from nekoflow.storage.turns import TurnRun, TurnStage
+from nekoflow.turns.config_watch import check_config
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from nekoflow.worldbook.importers import parse_import

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session
 
-from nekoflow.flow.store import supersede_running
 from nekoflow.memory.history import load_history
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactiveConfig
-from nekoflow.proactive.sweep import sweep_due
 from nekoflow.proactive.tables import ProactiveSchedule
 from nekoflow.turns import store as turn_store
 from nekoflow.turns.enqueue import submit_turn
+from nekoflow.turns.flow_store import supersede_running
+from nekoflow.turns.proactive_sweep import sweep_due
 from nekoflow.turns.runner import execute_stage, run_inline
 from nekoflow.turns.stages.prompt import llm_messages
 

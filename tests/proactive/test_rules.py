@@ -10,8 +10,8 @@ from nekoflow.delivery.base import Destination
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactiveConfig
 from nekoflow.proactive.rules import active_quota, quota_refusal, recipient_gone
-from nekoflow.proactive.sweep import sweep_due
 from nekoflow.proactive.tables import ProactiveSchedule
+from nekoflow.turns.proactive_sweep import sweep_due
 
 NOW = datetime(2026, 3, 20, 4, 0, tzinfo=UTC)  # 12:00 in Beijing
 

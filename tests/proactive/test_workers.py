@@ -28,13 +28,13 @@ from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from nekoflow.proactive import store as pstore
-from nekoflow.proactive.sweep import LEASE_SECONDS, sweep_due
 from nekoflow.proactive.tables import OPEN_STATES, ProactiveSchedule
 from nekoflow.settings import Settings
 from nekoflow.storage import create_all, make_engine
 from nekoflow.storage.dialogue import Role
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.proactive_sweep import LEASE_SECONDS, sweep_due
 from tests.conftest import PG_URL, REDIS_URL, XDIST_WORKER
 from tests.platforms.telegram import conftest as telegram
 from tests.platforms.telegram.conftest import tg_update

@@ -18,9 +18,9 @@ from nekoflow.speech.convert import wav_to_silk
 from nekoflow.speech.gpt_sovits import GPTSoVITSSpeech
 from nekoflow.speech.openai_speech import OpenAISpeech
 from nekoflow.speech.settings import SpeechSettings, VoiceProfile
-from nekoflow.speech.synth import SpeechDeps, synthesize_turn
 from nekoflow.storage.dialogue import Line, Role, Save
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.speech_synth import SpeechDeps, synthesize_turn
 from tests.speech.speech_server import KEY, SpeechServer, wav_bytes
 
 _turns = itertools.count(1)
@@ -251,8 +251,8 @@ def test_unused_clips_are_pruned_after_cache_days(
 ) -> None:
     from datetime import timedelta
 
-    from nekoflow.speech.synth import prune_cache
     from nekoflow.storage.dialogue import utcnow
+    from nekoflow.turns.speech_synth import prune_cache
 
     deps = _deps(engine, server, tmp_path, cache_days=30)
     turn = _turn(engine, [("a", "こんにちは")])

@@ -17,14 +17,14 @@ from nekoflow.delivery import outbox
 from nekoflow.delivery.base import Chunk, Destination, PermanentFailure, SendResult
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
 from nekoflow.delivery.registry import register_destination
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
 from nekoflow.settings import Settings
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.synth import SpeechDeps, synthesize_turn
 from nekoflow.storage.dialogue import Line, Role, Save, utcnow
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store as turn_store
+from nekoflow.turns.delivery import DeliveryDeps, deliver_turn
+from nekoflow.turns.speech_synth import SpeechDeps, synthesize_turn
 from tests.speech.speech_server import KEY, SpeechServer
 
 CHANNEL = "voicetest"

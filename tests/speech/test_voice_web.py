@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.synth import SpeechDeps, synthesize_turn
+from nekoflow.turns.speech_synth import SpeechDeps, synthesize_turn
 from tests.api.conftest import (  # noqa: F401  (fixtures)
     Publisher,
     api_settings,

@@ -276,7 +276,7 @@ def test_a_supersede_landing_while_memory_build_runs_leaves_the_user_line_once(
 
     from sqlalchemy.exc import OperationalError
 
-    from nekoflow.flow import store as flow_store
+    from nekoflow.turns import flow_store
     from nekoflow.turns.stages import memory as memory_stage
 
     handle = submit_turn(deps, "web", web_event("等一下,我还没说完"))
@@ -309,7 +309,7 @@ def test_a_call_that_ends_between_the_read_and_the_claim_is_not_made_again(
     from nekoflow.turns.llm_lease import claim_llm_call, release_llm_lease
     from nekoflow.turns.models import LLMCallResult
     from nekoflow.turns.stages import llm as llm_stage
-    from nekoflow.turns.stages.common import _save_result
+    from nekoflow.turns.stages.common import save_result
 
     handle = submit_turn(deps, "web", web_event("你在吗"))
     for stage in ("dispatch", "before_turn"):
@@ -320,7 +320,7 @@ def test_a_call_that_ends_between_the_read_and_the_claim_is_not_made_again(
     real_claim = llm_stage.claim_llm_call_in
 
     def first_chain_ends_then_claim(conn, turn_id, **kwargs):  # type: ignore[no-untyped-def]
-        _save_result(deps, turn_id, "llm_call", answer, llm_lease_until=None, llm_lease_owner=None)
+        save_result(deps, turn_id, "llm_call", answer, llm_lease_until=None, llm_lease_owner=None)
         release_llm_lease(deps.engine, turn_id, first.owner)
         return real_claim(conn, turn_id, **kwargs)
 

@@ -16,12 +16,12 @@ from sqlmodel import Session, col, select
 from nekoflow.delivery import outbox
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
 from nekoflow.delivery.ratelimit_redis import RedisRateLimiter
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
 from nekoflow.flow.policy import FlowConfig, FlowPolicy, Rate
 from nekoflow.redact import scope_label
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store
+from nekoflow.turns.delivery import DeliveryDeps, deliver_turn
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from tests.platforms.telegram.conftest import tg_update
@@ -46,7 +46,8 @@ def published_notices(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | 
     """The notices' deliver tasks, recorded instead of sent to a broker."""
     calls: list[tuple[str, str | None]] = []
     monkeypatch.setattr(
-        "nekoflow.flow.notice.publish_notice", lambda turn_id, scope: calls.append((turn_id, scope))
+        "nekoflow.turns.notice.publish_notice",
+        lambda turn_id, scope: calls.append((turn_id, scope)),
     )
     return calls
 
@@ -152,7 +153,7 @@ def test_a_lost_publish_is_left_to_the_sweeper(
     def broker_down(turn_id: str, scope: str | None) -> None:
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr("nekoflow.flow.notice.publish_notice", broker_down)
+    monkeypatch.setattr("nekoflow.turns.notice.publish_notice", broker_down)
     limit(deps, count=1)
     submit_turn(deps, "telegram", group_msg("一", 800), bot="neko")
     assert submit_turn(deps, "telegram", group_msg("二", 801), bot="neko").reason == "rate_limited"

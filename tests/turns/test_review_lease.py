@@ -102,7 +102,7 @@ def test_a_review_that_ends_between_the_read_and_the_claim_is_not_made_again(
 ) -> None:
     """The other chain's review is stored (and its lease released) after this chain read the
     turn but before it claims the lease: the claim succeeds, and the stored review is used."""
-    from nekoflow.turns.stages.common import _save_result
+    from nekoflow.turns.stages.common import save_result
 
     # the module (the package's ``review`` attribute is the stage function)
     review_stage = importlib.import_module("nekoflow.turns.stages.review")
@@ -114,7 +114,7 @@ def test_a_review_that_ends_between_the_read_and_the_claim_is_not_made_again(
         real_claim = review_stage.claim_review_call_in
 
         def other_chain_ends_then_claim(conn, tid, **kwargs):  # type: ignore[no-untyped-def]
-            _save_result(deps, tid, "review", theirs)
+            save_result(deps, tid, "review", theirs)
             return real_claim(conn, tid, **kwargs)
 
         monkeypatch.setattr(review_stage, "claim_review_call_in", other_chain_ends_then_claim)

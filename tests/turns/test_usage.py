@@ -9,11 +9,11 @@ import pytest
 from sqlmodel import Session, select
 
 from nekoflow.flow.policy import FlowConfig, FlowPolicy
+from nekoflow.prices import Price, cost
 from nekoflow.storage.usage import LLMUsage
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from nekoflow.usage.meter import MeteredChatModel, UsageEntry, metered
-from nekoflow.usage.prices import Price, cost
 from nekoflow.usage.store import today, usage_report
 from tasks import enqueue_turn
 

@@ -64,8 +64,9 @@ def run_long_connections(apps: list[FeishuApp], fs: FeishuSettings, client: Any)
     """Hold one long connection per app until SIGTERM/Ctrl-C; the exit code (1: all gave up)."""
     from nekoflow.platforms.feishu.events import submit_event
     from nekoflow.platforms.feishu.longconn import FeishuLongConnection
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import task_queue
 
+    get_deps = task_queue().get_deps
     stop = threading.Event()
     conns: list[FeishuLongConnection] = []
     threads: list[threading.Thread] = []
@@ -152,9 +153,9 @@ def feishu_gateway_command(
             raise typer.Exit(1)
         return
     preflight_settings(base)
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import task_queue
 
-    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
+    task_queue().get_deps()  # a broken model or flow setting stops here: one line naming it
     code = run_long_connections(connected, fs, client)
     if code:
         raise typer.Exit(code)

@@ -44,8 +44,7 @@ def onebot_gateway_command(
     from nekoflow.redis_client import make_redis
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
-    from tasks import enqueue_turn
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import task_queue
 
     settings = _settings_or_exit()
     if port is not None:
@@ -60,10 +59,11 @@ def onebot_gateway_command(
     engine = make_engine(base.database_url)
     preflight(engine, base.database_url, base.redis_url)  # replies wait in Redis streams
     create_all(engine)
-    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
+    queue = task_queue()
+    queue.get_deps()  # a broken model or flow setting stops here: one line naming it
 
     def submit(event: dict, self_id: str) -> object:
-        return enqueue_turn("qq", event, bot=self_id)
+        return queue.enqueue_turn("qq", event, bot=self_id)
 
     gateway = OneBotGateway(
         engine, make_redis(base.redis_url), settings, submit, prefix=base.redis_prefix

@@ -51,15 +51,15 @@ def qqbot_gateway_command(
         )
         raise typer.Exit(2)
     from nekoflow.settings import get_settings
-    from tasks import enqueue_turn
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import task_queue
 
     base = get_settings()
     preflight_settings(base)
-    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
+    queue = task_queue()
+    queue.get_deps()  # a broken model or flow setting stops here: one line naming it
 
     def submit(payload: dict, name: str) -> object:
-        return enqueue_turn("qqbot", payload, bot=name)
+        return queue.enqueue_turn("qqbot", payload, bot=name)
 
     stop = threading.Event()
     threads = []

@@ -71,17 +71,17 @@ def telegram_gateway_command(
         raise typer.Exit(2)
     from nekoflow.settings import get_settings
     from nekoflow.storage import create_all, make_engine
-    from tasks import enqueue_turn
-    from tasks.runtime import get_deps
+    from nekoflow.taskqueue import task_queue
 
     base = get_settings()
     engine = make_engine(base.database_url)
     preflight(engine, base.database_url, base.redis_url if base.redis_configured else None)
     create_all(engine)
-    get_deps()  # a broken model or flow configuration stops here: one line naming the variable
+    queue = task_queue()
+    queue.get_deps()  # a broken model or flow setting stops here: one line naming it
 
     def submit(update: dict, name: str) -> object:
-        return enqueue_turn("telegram", update, bot=name)
+        return queue.enqueue_turn("telegram", update, bot=name)
 
     names = ", ".join(b.name for b in pollers)
     console.print(f"polling Telegram for bot(s) {escape(names)} — Ctrl-C to stop")

@@ -6,7 +6,7 @@ result without redoing the work. ``memory_build`` and ``apply_deltas`` write the
 same transaction as their stored result, and ``apply_deltas`` also inserts the turn's
 ``DeltaLedger`` row, so a turn's deltas are applied exactly once.
 
-Celery lives elsewhere (``tasks/``): these functions take a :class:`TurnDeps` and a turn id.
+Celery lives in ``nekoflow.worker``: these functions take a :class:`TurnDeps` and a turn id.
 """
 
 from __future__ import annotations
@@ -15,15 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.lines import render, turn_user_text, user_text
 from nekoflow.turns.stages.apply import apply_deltas
-from nekoflow.turns.stages.common import (
-    _request,
-    _user_lines,
-    display_text,
-    render,
-    turn_user_text,
-    user_text,
-)
+from nekoflow.turns.stages.common import display_text
 from nekoflow.turns.stages.dispatch import dispatch
 from nekoflow.turns.stages.finish import announce, fail_turn, handoff, skip_turn
 from nekoflow.turns.stages.llm import llm_call
@@ -34,8 +28,6 @@ from nekoflow.turns.stages.review import review, review_input
 __all__ = [
     "STAGE_FUNCS",
     "StageFunc",
-    "_request",
-    "_user_lines",
     "announce",
     "apply_deltas",
     "before_turn",

@@ -10,7 +10,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from nekoflow.flow.policy import OnBusy
-from nekoflow.flow.store import newer_turn_exists, supersede_turn
 from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.store import write_memories
 from nekoflow.proactive.plan import plan_after_user_turn, plan_reminders
@@ -25,20 +24,15 @@ from nekoflow.turns.apply_store import lock_and_bump
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.effects import memory_rows, plot_rows
 from nekoflow.turns.errors import TurnNotRunnable
+from nekoflow.turns.flow_store import newer_turn_exists, supersede_turn
+from nekoflow.turns.lines import proactive_marker, render, request_of, turn_user_text
 from nekoflow.turns.models import (
     ApplyResult,
     BeforeTurnResult,
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import (
-    _load,
-    _request,
-    _stored,
-    proactive_marker,
-    render,
-    turn_user_text,
-)
+from nekoflow.turns.stages.common import load_stage_turn, stored_result
 from nekoflow.turns.stages.finish import announce, handoff
 from nekoflow.turns.sweep import publish_claimed
 
@@ -91,7 +85,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
     suggestion, TurnRun done with the rendered reply. Cooldowns are recorded (idempotently,
     keyed on turn_id) just before the commit. Then the scope's next turn is started."""
     with Session(deps.engine) as s:  # the turn is read in the transaction that applies it
-        turn = _load(deps, turn_id, s)
+        turn = load_stage_turn(deps, turn_id, s)
         run = turn.run
         if run.status == TurnStatus.done:
             s.rollback()
@@ -145,7 +139,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
             if policy.follow_up_after is not None:
                 plan_after_user_turn(s, run, policy, last_at=d.sent_at or now)
             if policy.reminders and not proactive_marker(run):
-                text = turn_user_text(_request(run), d)
+                text = turn_user_text(request_of(run), d)
                 plan_reminders(s, run, policy, text=text, said_at=d.sent_at or now)
             store.put_stage(s, turn_id, "apply_deltas", result.model_dump(mode="json"), **done)
             # Idempotent per turn_id, so a rollback below followed by a retry counts once.
@@ -161,7 +155,7 @@ def apply_deltas(deps: TurnDeps, turn_id: str) -> ApplyResult:
             s.commit()
         except IntegrityError:
             s.rollback()  # applied by a concurrent delivery: its result stands
-            result = _stored(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
+            result = stored_result(deps, turn_id, "apply_deltas", ApplyResult) or ApplyResult(
                 applied=False
             )
             store.finish(deps.engine, turn_id, TurnStatus.done, rendered=rendered)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
-from nekoflow.channels import ChannelRuntimeContext, ChatRequest
 from nekoflow.memory.builder import build_memory
 from nekoflow.memory.reply import ReplySegment, visible_text
 from nekoflow.storage import read_session
@@ -34,7 +32,7 @@ R = TypeVar("R", bound=BaseModel)
 
 
 @dataclass
-class _Turn:
+class StageTurn:
     """A turn as a stage sees it: its run row and the results of the stages done so far,
     read once at the start of the stage."""
 
@@ -54,7 +52,7 @@ class _Turn:
         return result
 
 
-def _load(deps: TurnDeps, turn_id: str, session: Bind | None = None) -> _Turn:
+def load_stage_turn(deps: TurnDeps, turn_id: str, session: Bind | None = None) -> StageTurn:
     """The turn and its stored results, read in ``session``'s transaction when given."""
     if session is None:
         run, results = store.load_turn(deps.engine, turn_id)
@@ -62,41 +60,43 @@ def _load(deps: TurnDeps, turn_id: str, session: Bind | None = None) -> _Turn:
         run, results = store.load_turn_in(session, turn_id)
     if run is None:
         raise TurnNotRunnable(f"no turn {turn_id!r}")
-    return _Turn(run, results)
+    return StageTurn(run, results)
 
 
-def _running(deps: TurnDeps, turn_id: str, stage: str, session: Bind | None = None) -> _Turn:
+def running_turn(
+    deps: TurnDeps, turn_id: str, stage: str, session: Bind | None = None
+) -> StageTurn:
     """The turn, which must have been claimed (running) for ``stage`` to proceed."""
-    turn = _load(deps, turn_id, session)
+    turn = load_stage_turn(deps, turn_id, session)
     if turn.run.status != TurnStatus.running:
         raise TurnNotRunnable(f"turn {turn_id} is {turn.run.status}; {stage} does not run")
     return turn
 
 
-def _stored(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R | None:
+def stored_result(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R | None:
     with read_session(deps.engine) as s:
         data = store.get_stage(s, turn_id, stage)
     return None if data is None else model.model_validate(data)
 
 
 def _required(deps: TurnDeps, turn_id: str, stage: str, model: type[R]) -> R:
-    result = _stored(deps, turn_id, stage, model)
+    result = stored_result(deps, turn_id, stage, model)
     if result is None:
         raise TurnNotRunnable(f"turn {turn_id}: stage {stage} has not completed")
     return result
 
 
-def _async_commit(deps: TurnDeps) -> bool:
+def commits_async(deps: TurnDeps) -> bool:
     """Whether an intermediate result may commit asynchronously (``database_async_stage_commits``,
     PostgreSQL): losing one to a database crash only means the stage runs again."""
     return deps.settings.database_async_stage_commits
 
 
-def _commit_result(
+def commit_result(
     s: Bind, deps: TurnDeps, turn_id: str, stage: str, result: R, *, stored: bool = True
 ) -> R:
     """Commit ``s`` with the stage's result (stored by ``put_stage`` with
-    :func:`_async_commit`); if a concurrent run of the stage stored one first (``stored``
+    :func:`commits_async`); if a concurrent run of the stage stored one first (``stored``
     False, or a conflict at commit), roll back and use theirs."""
     if not stored:
         s.rollback()
@@ -109,7 +109,7 @@ def _commit_result(
         return _required(deps, turn_id, stage, type(result))
 
 
-def _save_result(
+def save_result(
     deps: TurnDeps,
     turn_id: str,
     stage: str,
@@ -126,7 +126,7 @@ def _save_result(
     result is kept (``usage.added`` says whether it was)."""
     if session is None:
         with deps.engine.connect() as s:  # Core statements only: no Session needed
-            return _save_result(
+            return save_result(
                 deps, turn_id, stage, result, also=also, usage=usage, session=s, **run_fields
             )
     try:
@@ -135,7 +135,7 @@ def _save_result(
             turn_id,
             stage,
             result.model_dump(mode="json"),
-            async_commit=_async_commit(deps),
+            async_commit=commits_async(deps),
             rows=usage.rows() if usage is not None else None,
             **run_fields,
         )
@@ -144,34 +144,10 @@ def _save_result(
     except IntegrityError:  # its rows exist: a concurrent run of the stage stored them
         session.rollback()
         return _required(deps, turn_id, stage, type(result))
-    kept = _commit_result(session, deps, turn_id, stage, result, stored=ok)
+    kept = commit_result(session, deps, turn_id, stage, result, stored=ok)
     if usage is not None:
         usage.added = ok and kept is result
     return kept
-
-
-def _request(run: TurnRun) -> ChatRequest:
-    return ChatRequest.model_validate(run.request)
-
-
-def proactive_marker(run: TurnRun) -> dict[str, Any] | None:
-    """The proactive marker of a turn the character starts itself (None: a user's message)."""
-    from nekoflow.proactive.turns import proactive_of
-
-    return proactive_of(run.request.get("metadata"))
-
-
-def _context(run: TurnRun) -> ChannelRuntimeContext:
-    return ChannelRuntimeContext.model_validate(run.context)
-
-
-def user_text(req: ChatRequest) -> str:
-    """What the user said, then a placeholder per attachment (``[image]``…); "…" for neither."""
-    kinds = [getattr(a, "type", "file") or "file" for a in req.attachments]
-    placeholders = "".join(f"[{kind}]" for kind in kinds)
-    if not req.content.strip():
-        return placeholders or "…"
-    return f"{req.content} {placeholders}" if placeholders else req.content
 
 
 def display_text(segments: list[ReplySegment]) -> str:
@@ -179,38 +155,8 @@ def display_text(segments: list[ReplySegment]) -> str:
     return visible_text((seg.content, seg.action) for seg in segments)
 
 
-def _user_line(req: ChatRequest, dispatch: DispatchResult) -> dict[str, Any]:
-    name = req.sender.display_name if req.sender else ""
-    return {"content": user_text(req), "display_name": name or dispatch.display_name or None}
-
-
-def _user_lines(req: ChatRequest, d: DispatchResult) -> list[dict[str, Any]]:
-    """The turn's user lines: its own message, then each merged one with its own time."""
-    lines = [_user_line(req, d) | {"sent_at": d.sent_at}]
-    for m in d.merged:
-        merged = ChatRequest.model_validate(m["request"])
-        lines.append(_user_line(merged, d) | {"sent_at": datetime.fromisoformat(m["sent_at"])})
-    return lines
-
-
-def turn_user_text(req: ChatRequest, d: DispatchResult | None) -> str:
-    """What the user said in this turn: one message, or every merged message, one per line —
-    in a group each line as ``name:content``, naming its speaker (as the history does)."""
-    if d is None or not d.merged:
-        return user_text(req)
-    lines = _user_lines(req, d)
-    if d.group_id:
-        return "\n".join(f"{line['display_name'] or '用户'}:{line['content']}" for line in lines)
-    return "\n".join(line["content"] for line in lines)
-
-
 def history_messages(rows: Sequence[Any], d: DispatchResult) -> list[dict[str, str]]:
     """The dialogue history as chat messages for the turn's character: a run of user lines
     (merged or interrupted messages) keeps one message per line, named in a group, exactly as
     :func:`turn_user_text` showed them when they were new."""
     return build_memory(rows, role_id=d.role_id, user_separator="\n", name_users=bool(d.group_id))
-
-
-def render(deps: TurnDeps, run: TurnRun, text: str) -> list[dict[str, Any]]:
-    """The adapter's outbound messages for ``text`` (never the prompt)."""
-    return deps.adapter(run.channel).render_result({"text": text}, _context(run))

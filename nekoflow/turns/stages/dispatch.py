@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from nekoflow.flow import store as flow_store
 from nekoflow.memory.history import save_id_for
 from nekoflow.review.timegap import real_time_context
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.fastsql import Bind
-from nekoflow.turns import store
+from nekoflow.turns import flow_store, store
 from nekoflow.turns.characters import character_and_save
 from nekoflow.turns.clock import message_time
 from nekoflow.turns.deps import TurnDeps
@@ -20,15 +19,9 @@ from nekoflow.turns.errors import (
     TurnNotRunnable,
     TurnSkipped,
 )
+from nekoflow.turns.lines import context_of, request_of
 from nekoflow.turns.models import DispatchResult
-from nekoflow.turns.stages.common import (
-    _async_commit,
-    _commit_result,
-    _context,
-    _load,
-    _request,
-    _Turn,
-)
+from nekoflow.turns.stages.common import StageTurn, commit_result, commits_async, load_stage_turn
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +46,19 @@ def dispatch(deps: TurnDeps, turn_id: str) -> DispatchResult:
             wait = (run.not_before - utcnow()).total_seconds()
             raise StageBusy("merge debounce window open", wait_seconds=wait)
         # A turn claimed just now has never run; a redelivered one may have a stored result.
-        turn = _Turn(run, {}) if claimed == "claimed" else _load(deps, turn_id, s)
+        turn = StageTurn(run, {}) if claimed == "claimed" else load_stage_turn(deps, turn_id, s)
         stored = turn.result("dispatch", DispatchResult)
         if stored is not None:
             return stored
         return _dispatch(deps, s, turn)
 
 
-def _dispatch(deps: TurnDeps, s: Bind, turn: _Turn) -> DispatchResult:
+def _dispatch(deps: TurnDeps, s: Bind, turn: StageTurn) -> DispatchResult:
     """Decide the dispatch result of a running ``turn`` and store it, committing ``s``."""
     run, turn_id = turn.run, turn.run.turn_id
     assert run.scope_id is not None
-    req = _request(run)
-    ctx = _context(run)
+    req = request_of(run)
+    ctx = context_of(run)
     found = character_and_save(s, run.character_id, run.scope_id)
     if found is None:
         wanted = f" {run.character_id!r}" if run.character_id else ""
@@ -102,8 +95,8 @@ def _dispatch(deps: TurnDeps, s: Bind, turn: _Turn) -> DispatchResult:
         turn_id,
         "dispatch",
         result.model_dump(mode="json"),
-        async_commit=_async_commit(deps),
+        async_commit=commits_async(deps),
         role_id=result.role_id,
         save_id=result.save_id,
     )
-    return _commit_result(s, deps, turn_id, "dispatch", result, stored=ok)
+    return commit_result(s, deps, turn_id, "dispatch", result, stored=ok)

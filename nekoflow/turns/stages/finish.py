@@ -8,7 +8,6 @@ from sqlmodel import Session
 
 from nekoflow.debuglog import debug_detail
 from nekoflow.events import Event
-from nekoflow.flow.notice import publish_notice, skip_reply
 from nekoflow.memory.history import write_turn
 from nekoflow.observability import hooks
 from nekoflow.redact import safe_error, scope_label
@@ -19,14 +18,10 @@ from nekoflow.storage.turns import (
 )
 from nekoflow.turns import publications, store
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.lines import proactive_marker, render, request_of, user_lines
 from nekoflow.turns.models import DispatchResult
-from nekoflow.turns.stages.common import (
-    _request,
-    _stored,
-    _user_lines,
-    proactive_marker,
-    render,
-)
+from nekoflow.turns.notice import publish_notice, skip_reply
+from nekoflow.turns.stages.common import stored_result
 from nekoflow.turns.sweep import publish_claimed
 
 log = logging.getLogger(__name__)
@@ -38,7 +33,7 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
     run = store.get_run(deps.engine, turn_id)
     if run is None or run.status in FINISHED:
         return
-    d = _stored(deps, turn_id, "dispatch", DispatchResult)
+    d = stored_result(deps, turn_id, "dispatch", DispatchResult)
     if d is not None and not proactive_marker(run):  # a proactive turn has no user's line
         try:
             with Session(deps.engine) as s:
@@ -46,7 +41,7 @@ def fail_turn(deps: TurnDeps, turn_id: str, reason: str) -> None:
                     s,
                     save_id=d.save_id,
                     turn_id=turn_id,
-                    user_lines=_user_lines(_request(run), d),
+                    user_lines=user_lines(request_of(run), d),
                     reply_segments=[],
                     role_id=d.role_id,
                     display_name=d.role_name,

@@ -22,10 +22,10 @@ from nekoflow.turns.models import (
     LLMCallResult,
 )
 from nekoflow.turns.stages.common import (
-    _running,
-    _save_result,
+    running_turn,
+    save_result,
 )
-from nekoflow.turns.stages.prompt import _llm_messages
+from nekoflow.turns.stages.prompt import turn_llm_messages
 from nekoflow.turns.stream_publish import TokenWriter, publisher_for
 from nekoflow.turns.usage import TurnUsage, check_quota
 from nekoflow.usage.meter import UsageEntry
@@ -49,11 +49,11 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
     # call in flight per turn, counting the turn's attempt), committed before the call. Core
     # statements only: a plain Connection rather than a Session.
     with deps.engine.connect() as s:
-        turn = _running(deps, turn_id, "llm_call", s)
+        turn = running_turn(deps, turn_id, "llm_call", s)
         stored = turn.result("llm_call", LLMCallResult)
         if stored is not None:
             return stored
-        messages = _llm_messages(deps, turn, s)
+        messages = turn_llm_messages(deps, turn, s)
         d = turn.required("dispatch", DispatchResult)
         fallback = check_quota(
             deps, turn.run.channel, scope=d.scope_id, user=d.user_id, character=str(d.role_id)
@@ -127,7 +127,7 @@ def llm_call(deps: TurnDeps, turn_id: str) -> LLMCallResult:
         estimated=reply.usage_estimated,
     )
     usage = TurnUsage(turn.run, d, "reply", [used])
-    kept = _save_result(
+    kept = save_result(
         deps,
         turn_id,
         "llm_call",

@@ -10,20 +10,13 @@ from nekoflow.memory import parse_reply
 from nekoflow.memory.history import write_turn
 from nekoflow.turns import store
 from nekoflow.turns.deps import TurnDeps
+from nekoflow.turns.lines import proactive_marker, request_of, user_lines
 from nekoflow.turns.models import (
     DispatchResult,
     LLMCallResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import (
-    _async_commit,
-    _commit_result,
-    _request,
-    _running,
-    _user_lines,
-    display_text,
-    proactive_marker,
-)
+from nekoflow.turns.stages.common import commit_result, commits_async, display_text, running_turn
 
 log = logging.getLogger(__name__)
 
@@ -31,20 +24,20 @@ log = logging.getLogger(__name__)
 def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
     """Parse the reply and write the user line and reply lines into the dialogue tree."""
     with Session(deps.engine) as s:  # read the turn in the transaction that writes the lines
-        turn = _running(deps, turn_id, "memory_build", s)
+        turn = running_turn(deps, turn_id, "memory_build", s)
         stored = turn.result("memory_build", MemoryBuildResult)
         if stored is not None:
             return stored
         d = turn.required("dispatch", DispatchResult)
         reply = turn.required("llm_call", LLMCallResult)
         segments = parse_reply(reply.text)
-        req = _request(turn.run)
+        req = request_of(turn.run)
         lines = write_turn(
             s,
             save_id=d.save_id,
             turn_id=turn_id,
             # a proactive turn has no user's message: the character's lines only
-            user_lines=[] if proactive_marker(turn.run) else _user_lines(req, d),
+            user_lines=[] if proactive_marker(turn.run) else user_lines(req, d),
             reply_segments=segments,
             role_id=d.role_id,
             display_name=d.role_name,
@@ -60,6 +53,6 @@ def memory_build(deps: TurnDeps, turn_id: str) -> MemoryBuildResult:
             turn_id,
             "memory_build",
             result.model_dump(mode="json"),
-            async_commit=_async_commit(deps),
+            async_commit=commits_async(deps),
         )
-        return _commit_result(s, deps, turn_id, "memory_build", result, stored=ok)
+        return commit_result(s, deps, turn_id, "memory_build", result, stored=ok)

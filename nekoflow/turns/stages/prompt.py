@@ -39,6 +39,7 @@ from nekoflow.turns.books import BookCache, Versions, versions_column, versions_
 from nekoflow.turns.characters import initial_relationship
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import TurnFailed
+from nekoflow.turns.lines import proactive_marker, request_of, turn_user_text
 from nekoflow.turns.models import (
     BeforeTurnResult,
     DispatchResult,
@@ -51,14 +52,11 @@ from nekoflow.turns.prompting import (
     place_depth_inserts,
 )
 from nekoflow.turns.stages.common import (
-    _load,
-    _request,
-    _running,
-    _save_result,
-    _Turn,
+    StageTurn,
     history_messages,
-    proactive_marker,
-    turn_user_text,
+    load_stage_turn,
+    running_turn,
+    save_result,
 )
 from nekoflow.worldbook import RecallOutcome, WorldBookRecallContext, recall
 from nekoflow.worldbook.placement import DepthInsert
@@ -127,13 +125,13 @@ def _window_budget(prompt: Any, user: str) -> int:
     return max(ms.context_tokens - fixed, ms.min_window_tokens)
 
 
-def _user_context(rows: list[Any]) -> list[str]:
+def user_context(rows: list[Any]) -> list[str]:
     """The recent user lines that may add low-weight terms to memory retrieval (the
     character's own lines never drive it)."""
     return [line_text(r) for r in rows[-6:] if getattr(r, "attribute", None) == "user"][-2:]
 
 
-def _window_start(rows: list[Any], user: str, ms: Any) -> int | None:
+def window_start(rows: list[Any], user: str, ms: Any) -> int | None:
     """The first line id the recent window will likely show (its rounds are not repeated as
     memories): the window sized as if the memory budgets were full."""
     fixed = estimate_tokens(user) + ms.prompt_tokens + ms.summary_tokens + 1000
@@ -186,7 +184,7 @@ def _card(role: Role) -> CardData | None:
 
 
 def _macros(
-    turn: _Turn, d: DispatchResult, req: ChatRequest, card: CardData | None
+    turn: StageTurn, d: DispatchResult, req: ChatRequest, card: CardData | None
 ) -> MacroContext:
     """What this turn's macros render from: names, its message time (never the wall clock, so
     a retry renders the same), seeds keyed on the turn id and the conversation."""
@@ -244,13 +242,13 @@ def before_turn(deps: TurnDeps, turn_id: str) -> BeforeTurnResult:
 
 
 def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
-    turn = _running(deps, turn_id, "before_turn", s)
+    turn = running_turn(deps, turn_id, "before_turn", s)
     stored = turn.result("before_turn", BeforeTurnResult)
     if stored is not None:
         s.rollback()
         return stored
     d = turn.required("dispatch", DispatchResult)
-    req = _request(turn.run)
+    req = request_of(turn.run)
     scene = req.metadata.get("scene") if isinstance(req.metadata.get("scene"), dict) else {}
     role, relationship, versions = _role_and_relationship(s, d.role_id, d.scope_id)
     if role is None:
@@ -272,12 +270,12 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         role_id=d.role_id,
         scope_id=d.scope_id,
         message=text,
-        context=_user_context(rows),
+        context=user_context(rows),
         now=now,
         settings=msettings,
         query_vector=qvec,
         embeddings_model=embedder.model if embedder is not None else None,
-        below_line=_window_start(rows, text, msettings),
+        below_line=window_start(rows, text, msettings),
     )
     books = books_for(deps).books(s, versions=versions)
     messages = history_messages(rows, d)
@@ -345,7 +343,7 @@ def _before_turn(deps: TurnDeps, s: Session, turn_id: str) -> BeforeTurnResult:
         relationship=relationship,
         greeting=greeting,
     )
-    return _save_result(
+    return save_result(
         deps,
         turn_id,
         "before_turn",
@@ -385,10 +383,10 @@ def llm_messages(deps: TurnDeps, turn_id: str) -> list[dict[str, str]]:
     """System prompt + the dialogue history and this turn's user message, with the depth
     inserts (lore at depth, the card's note) placed in them + the post-history instructions."""
     with read_session(deps.engine) as s:
-        return _llm_messages(deps, _load(deps, turn_id, s), s)
+        return turn_llm_messages(deps, load_stage_turn(deps, turn_id, s), s)
 
 
-def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
+def turn_llm_messages(deps: TurnDeps, turn: StageTurn, s: Bind) -> list[dict[str, str]]:
     """:func:`llm_messages` for a loaded turn, reading its history in ``s``."""
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
@@ -408,7 +406,7 @@ def _llm_messages(deps: TurnDeps, turn: _Turn, s: Bind) -> list[dict[str, str]]:
         )
         chat = [*history, {"role": "system", "content": text}]
     else:
-        chat = [*history, {"role": "user", "content": turn_user_text(_request(turn.run), d)}]
+        chat = [*history, {"role": "user", "content": turn_user_text(request_of(turn.run), d)}]
     inserts = [DepthInsert(**i) for i in b.depth_inserts]
     tail = [{"role": "system", "content": b.post_history}] if b.post_history else []
     return [

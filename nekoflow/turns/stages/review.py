@@ -14,20 +14,14 @@ from nekoflow.storage.fastsql import Bind
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.errors import StageBusy, TurnNotRunnable
+from nekoflow.turns.lines import request_of, turn_user_text
 from nekoflow.turns.llm_lease import LeaseHeartbeat, claim_review_call_in, release_llm_lease
 from nekoflow.turns.models import (
     BeforeTurnResult,
     DispatchResult,
     MemoryBuildResult,
 )
-from nekoflow.turns.stages.common import (
-    _load,
-    _request,
-    _running,
-    _save_result,
-    _Turn,
-    turn_user_text,
-)
+from nekoflow.turns.stages.common import StageTurn, load_stage_turn, running_turn, save_result
 from nekoflow.turns.usage import TurnUsage
 from nekoflow.usage.meter import UsageEntry, metered
 
@@ -36,11 +30,11 @@ log = logging.getLogger(__name__)
 
 def review_input(deps: TurnDeps, turn_id: str) -> ReviewInput:
     """The ReviewInput of this turn, as the review stage builds it."""
-    turn = _load(deps, turn_id)
+    turn = load_stage_turn(deps, turn_id)
     return _review_input(turn, _shown_memories(deps, turn))
 
 
-def _shown_memories(deps: TurnDeps, turn: _Turn) -> list[dict[str, Any]]:
+def _shown_memories(deps: TurnDeps, turn: StageTurn) -> list[dict[str, Any]]:
     """The live facts that went into this turn's prompt, for an LLM review to consolidate
     against (none in rule mode: the rules look memories up themselves)."""
     if getattr(deps.review, "mode", "rule") != "llm":
@@ -61,12 +55,12 @@ def _shown_memories(deps: TurnDeps, turn: _Turn) -> list[dict[str, Any]]:
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _review_input(turn: _Turn, memories: list[dict[str, Any]] | None = None) -> ReviewInput:
+def _review_input(turn: StageTurn, memories: list[dict[str, Any]] | None = None) -> ReviewInput:
     run, turn_id = turn.run, turn.run.turn_id
     d = turn.required("dispatch", DispatchResult)
     b = turn.required("before_turn", BeforeTurnResult)
     m = turn.required("memory_build", MemoryBuildResult)
-    req = _request(run)
+    req = request_of(run)
     choice = req.metadata.get("choice") if isinstance(req.metadata.get("choice"), dict) else None
     fields: dict[str, Any] = {
         "conversation_id": d.scope_id,
@@ -97,7 +91,7 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
     if getattr(deps.review, "mode", "rule") == "llm":
         return _llm_review(deps, turn_id)
     with deps.engine.connect() as s:  # Core statements only: no Session needed
-        turn = _running(deps, turn_id, "review", s)
+        turn = running_turn(deps, turn_id, "review", s)
         stored = turn.result("review", ReviewOutput)
         if stored is not None:
             return stored
@@ -107,7 +101,7 @@ def review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
 
 
 def _llm_review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
-    turn = _running(deps, turn_id, "review")
+    turn = running_turn(deps, turn_id, "review")
     stored = turn.result("review", ReviewOutput)
     if stored is not None:
         return stored
@@ -140,7 +134,7 @@ def _llm_review(deps: TurnDeps, turn_id: str) -> ReviewOutput:
 
 def _keep(
     deps: TurnDeps,
-    turn: _Turn,
+    turn: StageTurn,
     output: ReviewOutput,
     calls: list[UsageEntry],
     s: Bind | None,
@@ -149,7 +143,7 @@ def _keep(
     """Store the review with its usage rows (or take the one another chain stored)."""
     d = turn.required("dispatch", DispatchResult)
     usage = TurnUsage(turn.run, d, "review", calls)
-    kept = _save_result(
+    kept = save_result(
         deps, turn.run.turn_id, "review", output, usage=usage, session=s, **run_fields
     )
     usage.count(deps)

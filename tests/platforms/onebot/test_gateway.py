@@ -241,8 +241,8 @@ def test_a_worker_killed_after_the_hand_over_queues_nothing_twice(
     from sqlmodel import Session
 
     from nekoflow.delivery.ratelimit import NoRateLimiter
-    from nekoflow.delivery.runner import DeliveryDeps, chunks_of, deliver_turn, plan_delivery
     from nekoflow.storage.turns import TurnRun
+    from nekoflow.turns.delivery import DeliveryDeps, chunks_of, deliver_turn, plan_delivery
 
     handle = submit_turn(deps, "qq", private_event(4343, "喵喵"), bot=BOT)
     with Session(engine) as s:

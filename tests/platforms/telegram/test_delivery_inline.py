@@ -14,7 +14,13 @@ from sqlmodel import Session, select
 from nekoflow.delivery import outbox
 from nekoflow.delivery.base import Chunk, Destination
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
-from nekoflow.delivery.runner import (
+from nekoflow.delivery.settings import DeliverySettings
+from nekoflow.delivery.tables import OutboxRow
+from nekoflow.platforms.telegram.client import BotApiClient
+from nekoflow.platforms.telegram.sender import TelegramSender
+from nekoflow.storage.dialogue import utcnow
+from nekoflow.turns import store
+from nekoflow.turns.delivery import (
     DeliveryDeps,
     chunks_of,
     deliver_turn,
@@ -22,12 +28,6 @@ from nekoflow.delivery.runner import (
     plan_delivery,
     send_typing,
 )
-from nekoflow.delivery.settings import DeliverySettings
-from nekoflow.delivery.tables import OutboxRow
-from nekoflow.platforms.telegram.client import BotApiClient
-from nekoflow.platforms.telegram.sender import TelegramSender
-from nekoflow.storage.dialogue import utcnow
-from nekoflow.turns import store
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from tests.platforms.telegram.conftest import TOKEN, reset_caches, tg_update

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
+from nekoflow.turns.delivery import DeliveryDeps, deliver_turn
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from tests.platforms.telegram.conftest import reset_caches, tg_update

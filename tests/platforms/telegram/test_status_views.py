@@ -14,8 +14,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from nekoflow.api import create_app
-from nekoflow.delivery.runner import DeliveryDeps, deliver_turn
 from nekoflow.delivery.settings import DeliverySettings
+from nekoflow.turns.delivery import DeliveryDeps, deliver_turn
 from nekoflow.turns.enqueue import submit_turn
 from nekoflow.turns.runner import run_inline
 from tests.api.conftest import read_events

@@ -112,11 +112,11 @@ def create_or_merge(
     ``known``. ``claim_publish``: a new turn that is next in its scope gets its first
     publication claimed in the same transaction (``publishes == 1``: the caller publishes it).
     """
-    from nekoflow.turns.store import _next_seq, insert_run
+    from nekoflow.turns.store import insert_run, next_seq
 
     assert run.scope_id is not None
     with Session(engine, expire_on_commit=False) as s:
-        seq = _next_seq(s, run.scope_id)  # the scope's lock until this transaction ends
+        seq = next_seq(s, run.scope_id)  # the scope's lock until this transaction ends
         params = {"key": run.dedupe_key, "scope": run.scope_id}
         seen, target_id, created_at = s.execute(_PROBE, params).one()
         if seen is not None:
@@ -239,7 +239,7 @@ def newer_turn_exists(session: Bind, scope_id: str, seq: int | None) -> bool:
 
 def _supersede(s: Session, run: TurnRun) -> str | None:
     """Supersede ``run`` (read in ``s``) and commit; its id, or None when it is past apply."""
-    from nekoflow.memory.turn_lines import _lock_save, _turn_lines, set_active_leaf, write_turn
+    from nekoflow.memory.turn_lines import lock_save, saved_turn_lines, set_active_leaf, write_turn
     from nekoflow.storage.turns import DeltaLedger, TurnStage
     from nekoflow.turns.models import DispatchResult
 
@@ -249,7 +249,7 @@ def _supersede(s: Session, run: TurnRun) -> str | None:
     d = DispatchResult.model_validate(stored.result)
     # Lock order as memory_build has it — the save, then the turn row — so the two never
     # deadlock (memory_build writes the lines under the save lock, then its stage result).
-    _lock_save(s, d.save_id)
+    lock_save(s, d.save_id)
     applied = select(DeltaLedger.turn_id).where(DeltaLedger.turn_id == run.turn_id).exists()
     now = utcnow()
     res = s.exec(  # type: ignore[call-overload]
@@ -275,12 +275,12 @@ def _supersede(s: Session, run: TurnRun) -> str | None:
         s.rollback()
         return None
     from nekoflow.proactive.turns import proactive_of
-    from nekoflow.turns.stages import _request, _user_lines
+    from nekoflow.turns.lines import request_of, user_lines
 
     if proactive_of(run.request.get("metadata")) is not None:
         # the character's own turn: no user's message to keep, and a reply it wrote (never
         # sent) leaves the active path
-        written = _turn_lines(s, d.save_id, run.turn_id)
+        written = saved_turn_lines(s, d.save_id, run.turn_id)
         if written and written[0].parent_line_id is not None:
             set_active_leaf(s, d.save_id, written[0].parent_line_id)
         s.commit()
@@ -289,14 +289,14 @@ def _supersede(s: Session, run: TurnRun) -> str | None:
         s,
         save_id=d.save_id,
         turn_id=run.turn_id,
-        user_lines=_user_lines(_request(run), d),
+        user_lines=user_lines(request_of(run), d),
         reply_segments=[],
         role_id=d.role_id,
         display_name=d.role_name,
         now=d.sent_at,
     )
     users = [ln for ln in lines if ln.attribute == "user" and ln.id is not None]
-    written = _turn_lines(s, d.save_id, run.turn_id)
+    written = saved_turn_lines(s, d.save_id, run.turn_id)
     if users and any(ln.attribute == "assistant" for ln in written):
         set_active_leaf(s, d.save_id, users[-1].id)  # type: ignore[arg-type]
     s.commit()

@@ -22,7 +22,6 @@ import uuid
 from typing import Any
 
 from nekoflow.channels import ChatRequest
-from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.delivery.tables import DeliveryStatus
 from nekoflow.flow.limits import claim_notice
 from nekoflow.flow.policy import reply_for
@@ -30,6 +29,7 @@ from nekoflow.redact import safe_error, scope_label
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from nekoflow.turns import store
+from nekoflow.turns.delivery import initial_delivery_status
 from nekoflow.turns.deps import TurnDeps
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,9 @@ REASON = "rate_limited"
 
 def publish_notice(turn_id: str, scope: str | None) -> None:
     """Publish the notice's deliver task (``nekoflow.turn.deliver`` on ``outbound``)."""
-    from tasks.deliver import publish_delivery
+    from nekoflow.taskqueue import task_queue
 
-    publish_delivery(turn_id, scope)
+    task_queue().publish_delivery(turn_id, scope)
 
 
 def notice_run(
@@ -72,7 +72,7 @@ def notice_run(
         started_at=now,
         finished_at=now,
     )
-    from nekoflow.turns.stages.common import render
+    from nekoflow.turns.lines import render
 
     try:
         run.rendered = render(deps, run, text)
@@ -144,7 +144,7 @@ def skip_reply(deps: TurnDeps, run: TurnRun, reason: str) -> list[dict[str, Any]
         key = window_key(reason, run.scope_id)
         if not claim_notice(deps.rate_limiter, key, policy.notice_window_seconds):
             return None
-        from nekoflow.turns.stages.common import render
+        from nekoflow.turns.lines import render
 
         return render(deps, run, text)
     except Exception as exc:  # a reply is a courtesy: the turn still ends skipped

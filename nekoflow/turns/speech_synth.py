@@ -1,6 +1,6 @@
 """The synthesis stage in plain Python: voice a finished turn's parts, each within its time
-budget, through the clip cache; the Celery task (``tasks.speech``) runs it on the ``speech``
-queue and then publishes the turn's delivery.
+budget, through the clip cache; the Celery task (``nekoflow.worker.speech``) runs it on the
+``speech`` queue and then publishes the turn's delivery.
 
 Idempotent: a part is settled once (``ready`` or ``failed``); a redelivered task re-synthesizes
 only parts still ``awaiting`` (their clip is often cached by then). Sending is not done here.
@@ -28,9 +28,9 @@ from nekoflow.speech.plan import (
     voice_fingerprint,
 )
 from nekoflow.speech.settings import SpeechSettings, get_speech_settings
-from nekoflow.speech.voice_plan import planned_parts, target_of, voice_of
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.turns import store as turn_store
+from nekoflow.turns.voice_plan import planned_parts, target_of, voice_of
 
 log = logging.getLogger(__name__)
 

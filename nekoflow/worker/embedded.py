@@ -4,7 +4,6 @@ transport — no Redis, no separate worker, nothing to install (the demo and ``n
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,18 +13,16 @@ from celery.utils.nodenames import anon_nodename
 from celery.worker import state as worker_state
 
 from nekoflow.settings import Settings
+from nekoflow.taskqueue import broker_configured
 from nekoflow.turns.deps import TurnDeps
-from tasks.app import app
-from tasks.runtime import set_deps
-from tasks.turns import publish_turn
+from nekoflow.worker.app import app
+from nekoflow.worker.runtime import set_deps
+from nekoflow.worker.turns import publish_turn
+
+__all__ = ["broker_configured", "embedded_worker"]
 
 STOP_WAIT_SECONDS = 0.5
 """How long leaving the embedded worker waits for its thread (a daemon) to wind down."""
-
-
-def broker_configured() -> bool:
-    """True when the user pointed nekoflow at a real broker (``NEKOFLOW_BROKER_URL``)."""
-    return bool(os.environ.get("NEKOFLOW_BROKER_URL"))
 
 
 @contextmanager

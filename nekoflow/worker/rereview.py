@@ -11,7 +11,7 @@ from celery import Task, group
 from nekoflow.rereview.runner import ReviewerSpec, run_batch
 from nekoflow.settings import get_settings
 from nekoflow.storage import get_engine
-from tasks.app import app
+from nekoflow.worker.app import app
 
 
 def _limiter() -> Any:

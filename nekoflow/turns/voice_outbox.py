@@ -14,8 +14,8 @@ from nekoflow.delivery.base import Chunk
 from nekoflow.speech import store
 from nekoflow.speech.plan import MIME, VoiceStep, voice_step
 from nekoflow.speech.settings import SpeechSettings, get_speech_settings
-from nekoflow.speech.voice_plan import planned_parts
 from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.voice_plan import planned_parts
 
 log = logging.getLogger(__name__)
 

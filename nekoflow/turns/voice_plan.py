@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from nekoflow.channels.config import RuntimeConfig, load_runtime_config
+from nekoflow.delivery.registry import plan_delivery
 from nekoflow.errors import ConfigError
 from nekoflow.speech.plan import (
     formats_for,
@@ -61,8 +62,6 @@ class Target:
 def target_of(run: TurnRun) -> Target | None:
     """The voice's target: the reply's destination, or the Web session (its result and event
     stream) for a Web turn; None when the reply goes nowhere nekoflow sends."""
-    from nekoflow.delivery.runner import plan_delivery
-
     dest = plan_delivery(run)
     if dest is not None:
         return Target(dest.platform, dest.chat_type, dest.chat_id)

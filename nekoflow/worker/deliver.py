@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,20 +21,20 @@ from celery.utils.log import get_task_logger
 
 from nekoflow.delivery import outbox
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter
-from nekoflow.delivery.runner import (
+from nekoflow.delivery.tables import DeliveryStatus
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns import store
+from nekoflow.turns.delivery import (
     DeliveryDeps,
     deliver_turn,
     has_reply,
     next_in_line,
     send_typing,
 )
-from nekoflow.delivery.tables import DeliveryStatus
-from nekoflow.storage.turns import TurnRun
-from nekoflow.turns import store
 from nekoflow.turns.heartbeat import TurnHeartbeat
 from nekoflow.turns.notify import notifier_for
-from tasks.app import app
-from tasks.runtime import get_deps
+from nekoflow.worker.app import app
+from nekoflow.worker.runtime import get_deps
 
 log = get_task_logger(__name__)
 
@@ -106,6 +107,11 @@ def _publish(task: Task, turn_id: str, scope: str | None) -> None:
     )
 
 
+AFTER_TURN: list[Callable[[TurnRun, str | None], None]] = []
+"""What runs once a turn has ended, after its delivery is published (the speech task module
+adds the voice's synthesis): the worker's modules register here, so this one imports none."""
+
+
 def publish_delivery(turn_id: str, scope: str | None) -> None:
     """Publish the deliver task of a finished turn."""
     _publish(deliver, turn_id, scope)
@@ -135,9 +141,8 @@ def after_stage(
             notifier.publish(turn_id, run.status)
         if run.delivery_status in _OPEN:
             publish_delivery(turn_id, scope)
-        from tasks.speech import after_turn
-
-        after_turn(run, scope)  # the reply's voice, on the speech queue (when speech is on)
+        for hook in AFTER_TURN:  # the reply's voice, on the speech queue (when speech is on)
+            hook(run, scope)
     except Exception as exc:  # the sweeper re-publishes a delivery this missed
         log.warning("turn %s: after %s (%s)", turn_id, stage, type(exc).__name__)
 

@@ -17,8 +17,8 @@ from nekoflow.memory.settings import get_memory_settings
 from nekoflow.memory.summaries import summarize_save
 from nekoflow.memory.vectors import embed_save
 from nekoflow.turns import store
-from tasks.app import app
-from tasks.runtime import get_deps
+from nekoflow.worker.app import app
+from nekoflow.worker.runtime import get_deps
 
 log = get_task_logger(__name__)
 

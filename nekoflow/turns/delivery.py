@@ -1,7 +1,7 @@
 """The deliver stage in plain Python: send a finished turn's chunks, each exactly once where the
 platform allows it, under the destination's rate limits, in turn order per conversation.
 
-``deliver_turn`` returns an :class:`Outcome` the Celery task (``tasks.deliver``) or an inline
+``deliver_turn`` returns an :class:`Outcome` the Celery task (``worker.deliver``) or an inline
 caller acts on: ``done`` (nothing left to do), ``retry`` after ``delay`` seconds (rate limit,
 retry_after, backoff, an earlier reply still on its way, another worker holding a chunk), or
 ``failed`` (delivery ended with the reason; the turn's own status is untouched), or
@@ -36,15 +36,20 @@ from nekoflow.delivery.decide import (
     step_when_unconfirmed,
 )
 from nekoflow.delivery.ratelimit import InMemoryRateLimiter, NoRateLimiter, RateLimiter
-from nekoflow.delivery.registry import destination_for, rate_limits_for, sender_for
+from nekoflow.delivery.registry import (
+    destination_for,
+    plan_delivery,
+    rate_limits_for,
+    sender_for,
+)
 from nekoflow.delivery.settings import DeliverySettings, get_delivery_settings
 from nekoflow.delivery.tables import ChunkStatus, DeliveryStatus
-from nekoflow.speech.outbox import VOICE, voice_chunks
-from nekoflow.speech.outbox import loaded as loaded_voice
-from nekoflow.speech.outbox import step_of as voice_step_of
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import FINISHED, TurnRun, TurnStatus
 from nekoflow.turns import store
+from nekoflow.turns.voice_outbox import VOICE, voice_chunks
+from nekoflow.turns.voice_outbox import loaded as loaded_voice
+from nekoflow.turns.voice_outbox import step_of as voice_step_of
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +80,10 @@ def _safe(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__}"
 
 
-def plan_delivery(run: TurnRun) -> Destination | None:
-    """Where ``run``'s reply goes, or None (deliver=False, a channel without a sender, no
-    destination in the request). Pure: reads the stored request only."""
-    if run.deliver is False:
-        return None
-    try:
-        request = ChatRequest.model_validate(run.request)
-    except ValueError:
-        return None
-    return destination_for(run.channel, request, run.bot)
-
-
 def quoting_last_message(engine: Engine, run: TurnRun, dest: Destination) -> Destination:
     """``dest`` quoting the last message of the turn's burst: a turn that answers several
     merged messages replies to the newest one, not to the first (which the turn row holds)."""
-    from nekoflow.flow.store import merged_requests
+    from nekoflow.turns.flow_store import merged_requests
 
     merged = merged_requests(engine, run.turn_id)
     if not merged:
@@ -137,7 +130,7 @@ def limits_for(deps: DeliveryDeps, dest: Destination, channel: str) -> list:
 
 def is_notice(run: TurnRun) -> bool:
     """True for a skipped turn that carries a reply of its own: the rate-limit reply
-    (``nekoflow.flow.notice``), delivered like a failed turn's failure reply."""
+    (``nekoflow.turns.notice``), delivered like a failed turn's failure reply."""
     return run.status == TurnStatus.skipped and bool(run.rendered)
 
 

@@ -11,7 +11,6 @@ from datetime import datetime
 
 from nekoflow.channels import ChatRequest
 from nekoflow.delivery.registry import destination_for
-from nekoflow.delivery.runner import initial_delivery_status
 from nekoflow.observability import hooks
 from nekoflow.proactive import store
 from nekoflow.proactive.config import ProactivePolicy
@@ -24,6 +23,7 @@ from nekoflow.redact import safe_error
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun
 from nekoflow.turns import store as turn_store
+from nekoflow.turns.delivery import initial_delivery_status
 from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.sweep import publish_claimed
 

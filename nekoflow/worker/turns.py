@@ -21,10 +21,10 @@ from nekoflow.turns.models import ApplyResult
 from nekoflow.turns.runner import Outcome, execute_stage
 from nekoflow.turns.stage_store import load_turn
 from nekoflow.turns.sweep import sweep as sweep_turns
-from tasks.app import app
-from tasks.deliver import after_stage_task, republish_deliveries
-from tasks.memory import after_apply
-from tasks.runtime import get_deps
+from nekoflow.worker.app import app
+from nekoflow.worker.deliver import after_stage_task, republish_deliveries
+from nekoflow.worker.memory import after_apply
+from nekoflow.worker.runtime import get_deps, use_publisher
 
 log = get_task_logger(__name__)
 
@@ -160,6 +160,9 @@ def turn_chain(run: TurnRun) -> chain:
 def publish_turn(run: TurnRun) -> None:
     """Send ``run``'s chain to the broker."""
     turn_chain(run).apply_async()
+
+
+use_publisher(publish_turn)  # this process's deps publish turns as this chain
 
 
 def enqueue_turn(

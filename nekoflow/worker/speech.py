@@ -15,10 +15,11 @@ from celery import Task
 from celery.utils.log import get_task_logger
 
 from nekoflow.speech.settings import get_speech_settings
-from nekoflow.speech.synth import SpeechDeps, prune_cache, stalled_turns, synthesize_turn
 from nekoflow.storage.turns import TurnRun, TurnStatus
-from tasks.app import app
-from tasks.runtime import get_deps
+from nekoflow.turns.speech_synth import SpeechDeps, prune_cache, stalled_turns, synthesize_turn
+from nekoflow.worker.app import app
+from nekoflow.worker.deliver import AFTER_TURN, publish_delivery
+from nekoflow.worker.runtime import get_deps
 
 log = get_task_logger(__name__)
 
@@ -63,8 +64,6 @@ def synthesize(self: Task, turn_id: str, scope_id: str | None = None) -> dict[st
             "; ".join(outcome.reasons),
         )
     if outcome.parts:
-        from tasks.deliver import publish_delivery
-
         publish_delivery(turn_id, scope_id)  # the voice rows wait for this: send them now
     return {"turn_id": turn_id, "stage": "synthesize", "parts": outcome.parts}
 
@@ -102,3 +101,6 @@ def after_turn(run: TurnRun, scope: str | None) -> None:
         publish_synthesis(run.turn_id, scope)
     except Exception as exc:  # the delivery records the voice failed after its wait
         log.warning("turn %s: speech not published (%s)", run.turn_id, type(exc).__name__)
+
+
+AFTER_TURN.append(after_turn)

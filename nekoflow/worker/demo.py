@@ -36,7 +36,7 @@ TURN_TIMEOUT = 60.0
 """Seconds the demo waits for one turn."""
 PING_TIMEOUT = 2.0
 """Seconds the demo waits for a worker to answer a ping (broker mode)."""
-WORKER_COMMAND = "celery -A tasks worker -Q turns,llm,outbound,memory,speech -E"
+WORKER_COMMAND = "celery -A nekoflow.worker worker -Q turns,llm,outbound,memory,speech -E"
 CHARACTER = "钦灵"
 
 WORLD_BOOK = WorldBook(
@@ -229,17 +229,17 @@ def relationship_table(deps: TurnDeps, pairs: set[tuple[int, str]]) -> Table:
 @contextmanager
 def demo_runtime(console: Console) -> Iterator[TurnDeps]:
     """Embedded (fresh SQLite, in-memory broker) unless NEKOFLOW_BROKER_URL is set."""
-    from tasks.embedded import broker_configured, embedded_worker
+    from nekoflow.worker.embedded import broker_configured, embedded_worker
 
     base = get_settings()
     options = {**base.adapter_options, "qq": {"bot_uin": BOT_UIN}}
     if broker_configured():
-        from tasks.runtime import get_deps, set_deps
+        from nekoflow.worker.runtime import get_deps, set_deps
 
         check_broker(base.broker_url or "")
         if base.redis_configured:
             check_redis(base.redis_url)
-        from tasks.app import app
+        from nekoflow.worker.app import app
 
         if not app.control.ping(timeout=PING_TIMEOUT):
             raise StartupError(
@@ -275,7 +275,7 @@ def demo_runtime(console: Console) -> Iterator[TurnDeps]:
 
 def run_demo(console: Console | None = None) -> None:
     """Run the scripted role-play and print every turn and the final relationships."""
-    from tasks.turns import enqueue_turn
+    from nekoflow.worker.turns import enqueue_turn
 
     console = console or Console()
     with demo_runtime(console) as deps:

@@ -8,9 +8,9 @@ from typing import Any
 
 from celery.utils.log import get_task_logger
 
-from nekoflow.proactive.sweep import sweep_due
-from tasks.app import app
-from tasks.runtime import get_deps
+from nekoflow.turns.proactive_sweep import sweep_due
+from nekoflow.worker.app import app
+from nekoflow.worker.runtime import get_deps
 
 log = get_task_logger(__name__)
 
