@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from nekoflow.storage import create_all, make_engine
 from nekoflow.storage.dialogue import utcnow
 from nekoflow.storage.turns import TurnRun, TurnStatus
 from nekoflow.turns import llm_lease, publications, store
@@ -118,7 +119,10 @@ def test_stage_results_round_trip(engine: Engine) -> None:
         assert (run.stage, run.role_id) == ("dispatch", 7)
 
 
-def test_put_stage_counts_the_run_and_may_commit_asynchronously(engine: Engine) -> None:
+def test_put_stage_counts_the_run_and_may_commit_asynchronously(db_url: str) -> None:
+    # the server's own default (the suite's sessions commit asynchronously throughout)
+    engine = make_engine(db_url.replace("synchronous_commit%3Doff", "synchronous_commit%3Don"))
+    create_all(engine)
     store.create_turn_run(engine, new_run("a"))
     with Session(engine) as s:
         assert store.put_stage(s, "a", "before_turn", {"x": 1}, async_commit=True, prompt_tokens=5)
