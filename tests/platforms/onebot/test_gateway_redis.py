@@ -212,14 +212,14 @@ def test_replies_after_redis_lost_its_data(
         fake.send_event(private_event(7101, "你好"))
         wait_until(lambda: answered(7101), 120, "the first reply", logs)
 
+        # (no check that Redis is empty afterwards: the worker may already write a result again)
         if loss == "restart":
             private_redis.stop()
             private_redis.start()  # nothing on disk: an empty Redis
         else:
             client = private_redis.client()
-            client.flushall()
+            assert client.flushall()
             client.close()
-        assert not private_redis.client().keys("*")
 
         def send_when_connected() -> bool:
             if not fake.wait_connected(1):
