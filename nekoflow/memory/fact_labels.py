@@ -24,7 +24,7 @@ _LABELS = {
     "user.dislikes": "用户不喜欢", "user.allergy": "用户过敏", "user.vet": "用户的兽医",
     "user.doctor": "用户的医生", "user.dentist": "用户的牙医", "user.therapist": "用户的心理医生",
     "user.roommate": "用户的室友", "user.boss": "用户的老板", "user.phone": "用户的手机",
-    "user.car": "用户的车",
+    "user.car": "用户的车", "user.gym": "用户运动健身的地方",
 }  # fmt: skip
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 from sqlmodel import Session
 
 from nekoflow.memory.embeddings import unpack
+from nekoflow.memory.fact_updates import notes_for_facts
+from nekoflow.memory.facts import extract_facts
 from nekoflow.memory.lexical import CorpusStats, bm25_scorer, doc_terms, query_terms
 from nekoflow.memory.rounds import RoundRow, round_candidates, round_stats
 from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
@@ -247,6 +249,16 @@ def _without(message: str, when: TimeRange | None) -> str:
     return f"{message[:a]} {message[b:]}"
 
 
+#: A round said up to this long after a time the message names may be about that time.
+REFERS_BACK = timedelta(days=7)
+
+
+def _refers_to(r: RoundRow, when: TimeRange) -> bool:
+    """Whether the round's user words name a time (relative to when it was said) in ``when``."""
+    said = parse_time(r.user_text, r.created_at)
+    return said is not None and said.start < when.end and when.start < said.end
+
+
 def ranked_rounds(
     s: Session,
     *,
@@ -261,11 +273,54 @@ def ranked_rounds(
     """The scope's past rounds for this message, best first: the full-text engine's candidates
     over all of the scope's rounds, re-scored by BM25 with the message's terms at full weight
     and recent user lines' at :data:`CONTEXT_WEIGHT`; rounds in a time the message names come
-    first; ties go to the newest. Rounds relevant by nothing are left out."""
+    first (said then, or said within :data:`REFERS_BACK` after it about it: "昨天…" told today);
+    ties go to the newest. Rounds relevant by nothing are left out. When the named time holds no
+    round (a plan "in December"), the time words are searched like any other."""
     if settings.round_candidates <= 0:
         return []
     when = parse_time(message, now)
-    query = query_terms(_without(message, when), context, CONTEXT_WEIGHT)
+    rows, query, stats = _round_rows(
+        s, role_id, scope_id, _without(message, when), context, settings, below_line, when
+    )
+    if when is not None and not any(
+        when.contains(r.created_at) or _refers_to(r, when) for r in rows
+    ):
+        when = None
+        rows, query, stats = _round_rows(
+            s, role_id, scope_id, message, context, settings, below_line, None
+        )
+    own = {t: w for t, w in query.items() if w >= 1.0}
+    scorer = bm25_scorer(own or query, stats)
+    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
+    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
+    top = max((c for _, c, _ in raw), default=0.0) or 1.0
+    scored = []
+    for score, extra, r in raw:
+        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
+        score *= 1.0 + 0.02 * extra / top
+        if when is not None:
+            if _refers_to(r, when):
+                score += 110.0  # told about that time in so many words
+            elif when.contains(r.created_at):
+                score += 100.0
+        if score > 0:
+            scored.append((score, r))
+    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), -p[1].id))
+    return [r for _, r in scored]
+
+
+def _round_rows(
+    s: Session,
+    role_id: int,
+    scope_id: str,
+    text: str,
+    context: Sequence[str],
+    settings: MemorySettings,
+    below_line: int | None,
+    when: TimeRange | None,
+) -> tuple[list[RoundRow], dict[str, float], CorpusStats]:
+    """The round candidates for ``text`` (and ``when``), the query and its statistics."""
+    query = query_terms(text, context, CONTEXT_WEIGHT)
     stats = round_stats(s, role_id, scope_id, query)
     rows = round_candidates(
         s,
@@ -277,22 +332,22 @@ def ranked_rounds(
         budget=MATCH_BUDGET,
         below_line=below_line,
         when=when,
+        refers_back=REFERS_BACK,
     )
-    own = {t: w for t, w in query.items() if w >= 1.0}
-    scorer = bm25_scorer(own or query, stats)
-    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
-    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
-    top = max((c for _, c, _ in raw), default=0.0) or 1.0
-    scored = []
-    for score, extra, r in raw:
-        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
-        score *= 1.0 + 0.02 * extra / top
-        if when is not None and when.contains(r.created_at):
-            score += 100.0
-        if score > 0:
-            scored.append((score, r))
-    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), -p[1].id))
-    return [r for _, r in scored]
+    return rows, query, stats
+
+
+def _with_notes(
+    s: Session, role_id: int, scope_id: str, rounds: list[tuple[RoundRow, str]], now: datetime
+) -> list[tuple[RoundRow, str]]:
+    """The shown rounds, each stating a fact whose value has changed since with a dated note of
+    the current value beside it (an old value never reaches the prompt alone)."""
+    out = []
+    for r, line in rounds:
+        facts = extract_facts(r.user_text)
+        notes = notes_for_facts(s, role_id, scope_id, facts, now) if facts else ""
+        out.append((r, f"{line} {notes}" if notes else line))
+    return out
 
 
 def _round_text(r: RoundRow) -> str:
@@ -358,6 +413,7 @@ def prompt_memories(
         ),
         int(settings.prompt_tokens * settings.round_share),
     )
+    rounds = _with_notes(s, role_id, scope_id, rounds, now)
     spent = sum(estimate_tokens(line) + 1 for _, line in rounds)
     chosen = select_within_budget(ranked, settings.prompt_tokens - spent, estimate_tokens)
     block = memory_block([(str(i), text) for i, text in past], chosen, [line for _, line in rounds])

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, insert, text, update
 from sqlmodel import Session
 
-from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token
+from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token, terms
 from nekoflow.memory.search import corpus_stats_key, select_terms
 from nekoflow.memory.timeq import TimeRange
 from nekoflow.storage.dialogue import UTCDateTime
@@ -211,11 +211,14 @@ def round_candidates(
     budget: int,
     below_line: int | None = None,
     when: TimeRange | None = None,
+    refers_back: timedelta | None = None,
 ) -> list[RoundRow]:
     """The scope's rounds best matching ``query`` by the engine's relevance over ALL its rounds
     (the terms chosen by :func:`nekoflow.memory.search.select_terms` within ``budget`` matches),
     only rounds before line ``below_line``; with ``when``, the rounds in that range first (those
-    matching, else the newest of the range), then the best matches of any date."""
+    matching, else the newest of the range), and with ``refers_back`` the rounds said up to that
+    long after the range holding its time words (the caller checks what they refer to), then
+    the best matches of any date."""
     dialect = dialect_name(s)
     params: dict[str, Any] = {
         "r": role_id,
@@ -233,6 +236,12 @@ def round_candidates(
             out.update((r[0], RoundRow._make(r)) for r in rows)
         if not out:
             out.update((r[0], RoundRow._make(r)) for r in _dated_sql().rows(s, params))
+        said = [t for t in terms(when.words) if len(t) > 1] if refers_back else []
+        if said:
+            later = params | {"t0": when.end, "t1": when.end + refers_back}
+            q = _match_expr(dialect, scope_token(role_id, scope_id), said)
+            for r in _match_sql(dialect, True).rows(s, later | {"q": q}):
+                out.setdefault(r[0], RoundRow._make(r))
     if chosen:
         q = _match_expr(dialect, scope_token(role_id, scope_id), chosen)
         for r in _match_sql(dialect, False).rows(s, params | {"q": q}):
