@@ -298,15 +298,14 @@ def ranked_rounds(
     for score, extra, r in raw:
         # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
         score *= 1.0 + 0.02 * extra / top
+        tier = 0
         if when is not None:
-            if _refers_to(r, when):
-                score += 110.0  # told about that time in so many words
-            elif when.contains(r.created_at):
-                score += 100.0
-        if score > 0:
-            scored.append((score, r))
-    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), -p[1].id))
-    return [r for _, r in scored]
+            # Told about that time in so many words, then said in it, then the rest.
+            tier = 2 if _refers_to(r, when) else 1 if when.contains(r.created_at) else 0
+        if score > 0 or tier:
+            scored.append((tier, score, r))
+    scored.sort(key=lambda p: (-p[0], -p[1], -p[2].created_at.timestamp(), -p[2].id))
+    return [r for _, _, r in scored]
 
 
 def _round_rows(
