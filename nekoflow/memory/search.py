@@ -1,8 +1,9 @@
 """Full-text search over a scope's memories: BM25 statistics and candidate queries.
 
-The candidates of a turn (:func:`candidate_rows`) come in ONE statement: the live memories
-holding the message's rarest terms (SQLite FTS5 / PostgreSQL ``tsvector``), plus the most
-important and the most recently used; :func:`corpus_stats` reads the exact per-scope term
+The candidates of a turn (:func:`candidate_rows`) come in two statements: the live memories
+holding the message's rarest terms (SQLite FTS5 / PostgreSQL ``tsvector``, bounded: see
+:mod:`nekoflow.memory.fulltext`), then those best, the most important and the most recently
+used; :func:`corpus_stats` reads the exact per-scope term
 statistics BM25 needs. Every function reads in the caller's session.
 """
 
@@ -18,6 +19,7 @@ from sqlalchemy import ARRAY, any_, bindparam, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
+from nekoflow.memory.fulltext import best_ids, id_list, id_list_sql
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
@@ -72,7 +74,8 @@ def select_terms(
 ) -> list[str]:
     """The query terms the full-text engine matches: the message's own terms (weight ≥ 1) rarest
     first while the match set they make stays within ``budget`` units (bounded by the sum of
-    their document frequencies and by the scope's size; the rarest always); only when none of
+    their document frequencies and by the scope's size; a term in more units than that is never
+    matched: it tells none of them apart, and the match set stays bounded); only when none of
     them is in the scope, at most :data:`CONTEXT_TERMS` context terms — context never pushes
     the message's words out (it re-ranks the candidates, lightly, in Python)."""
     weights = query if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
@@ -87,25 +90,18 @@ def select_terms(
     chosen: list[str] = []
     total = 0
     for df, w in own[:MAX_TERMS]:
-        if chosen and min(total + df, stats.docs) > budget:
-            break
+        if min(total + df, stats.docs) > budget:
+            break  # even the rarest: a word in that many units tells none of them apart
         chosen.append(w)
         total = min(total + df, max(stats.docs, df))
     if chosen:  # the engine cannot weigh terms: context terms would outrank the message's
         return chosen
     for df, w in extra[:CONTEXT_TERMS]:
-        if chosen and min(total + df, stats.docs) > budget:
+        if min(total + df, stats.docs) > budget:
             break
         chosen.append(w)
         total = min(total + df, stats.docs)
     return chosen
-
-
-def _rarest(words: Iterable[str], stats: CorpusStats, limit: int) -> tuple[list[str], int]:
-    """:func:`select_terms` (``limit`` unused: the engine ranks the whole match set) and the sum
-    of the chosen terms' document frequencies."""
-    chosen = select_terms(words, stats)
-    return chosen, sum(stats.df.get(w, 0) for w in chosen)
 
 
 def _live_sql(alias: str, kinds: Sequence[str]) -> str:
@@ -114,27 +110,6 @@ def _live_sql(alias: str, kinds: Sequence[str]) -> str:
         f"{alias}.role_id = :r AND {alias}.scope_id = :s AND {alias}.superseded_by IS NULL "
         f"AND {alias}.kind IN ({k}) AND ({alias}.expires_at IS NULL OR {alias}.expires_at > :now)"
     )
-
-
-def _fts_sql(
-    dialect: str, scope: str, chosen: list[str], total: int, limit: int, live: str
-) -> tuple[str, str]:
-    """The full-text id query (alias ``m``) and its match expression: the ``limit`` best by the
-    engine's own relevance (FTS5 ``bm25``, PostgreSQL ``ts_rank``) over the whole match set."""
-    if dialect == "sqlite":
-        q = f'"{scope}" AND (' + " OR ".join(f'"{w}"' for w in chosen) + ")"
-        sql = (
-            "SELECT m.id FROM memory_fts JOIN memory_record m ON m.id = memory_fts.rowid "
-            f"WHERE memory_fts MATCH :q AND {live} ORDER BY bm25(memory_fts), m.id DESC LIMIT :n"
-        )
-        return sql, q
-    q = f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
-    sql = (
-        "SELECT m.id FROM memory_record m, to_tsquery('simple', :q) q "
-        f"WHERE m.terms_tsv @@ q AND {live} ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC "
-        "LIMIT :n"
-    )
-    return sql, q
 
 
 def _params(role_id: int, scope_id: str, now: datetime, kinds: Sequence[str]) -> dict[str, Any]:
@@ -151,23 +126,16 @@ def lexical_ids(
     limit: int,
     kinds: Sequence[str] = ("fact",),
 ) -> list[int]:
-    """Live memories containing the rarest of ``words``, from the database's full-text index.
-
-    Terms are taken rarest first while their document frequencies add up to at most ``limit``
-    (the rarest always), so the match set stays small however common the rest are; when even
-    the rarest term is in more than ``limit`` memories, the newest of them are taken (BM25 then
-    ranks the candidates in Python).
-    """
-    chosen, total = _rarest(words, stats, limit)
+    """The ``limit`` live memories best holding the rarest of ``words`` (rarest first while
+    the match set stays within :data:`MATCH_BUDGET`), from the database's full-text index."""
+    weights = dict.fromkeys(words, 1.0)
+    chosen = select_terms(weights, stats)
     if not chosen:
         return []
-    dialect = s.get_bind().dialect.name
-    sql, q = _fts_sql(
-        dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
-    )
-    params = _params(role_id, scope_id, now, kinds) | {"q": q, "n": limit}
-    stmt = text(sql).bindparams(bindparam("now", type_=UTCDateTime()))
-    return [row[0] for row in s.execute(stmt, params)]
+    scope = scope_token(role_id, scope_id)
+    params = _params(role_id, scope_id, now, kinds)
+    where = _live_sql("m", kinds)
+    return best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
 
 
 def candidate_rows(
@@ -186,19 +154,22 @@ def candidate_rows(
     model: str | None = None,
     summaries: int = 0,
 ) -> list[Any]:
-    """In ONE statement: ``columns`` of the live memories holding the rarest of ``words``
-    (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used,
-    plus (with ``model``) the ``semantic`` newest with a vector from that embeddings model,
-    plus the ``summaries`` newest current summaries of the scope."""
+    """``columns`` of the live memories best holding the rarest of ``words`` (found by
+    :func:`nekoflow.memory.fulltext.term_hits`, one statement), plus, in a second statement,
+    the ``pool`` most important and ``pool`` most recently used, plus (with ``model``) the
+    ``semantic`` newest with a vector from that embeddings model, plus the ``summaries`` newest
+    current summaries of the scope."""
     dialect = s.get_bind().dialect.name
-    params = _params(role_id, scope_id, now, kinds) | {"n": limit, "p": pool}
+    params = _params(role_id, scope_id, now, kinds) | {"p": pool}
     parts: list[str] = []
-    chosen, total = _rarest(words, stats, limit)
+    weights = words if isinstance(words, Mapping) else dict.fromkeys(words, 1.0)
+    chosen = select_terms(weights, stats)
     if chosen:
-        sql, params["q"] = _fts_sql(
-            dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
-        )
-        parts.append(sql)
+        scope = scope_token(role_id, scope_id)
+        where = _live_sql("m", kinds)
+        best = best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
+        params["lx"] = id_list(dialect, best)
+        parts.append(id_list_sql(dialect, "lx"))
     if pool:
         parts.append(
             f"SELECT i.id FROM memory_record i WHERE {_live_sql('i', kinds)} "
