@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import Integer, bindparam, column, text
 from sqlmodel import Session
 
 from nekoflow.memory.lexical import CorpusStats
@@ -68,7 +68,7 @@ def _best_sql(dialect: str, kind: str, n: int, where: str) -> FastStatement:
     for name in ("now", "t0", "t1"):
         if f":{name}" in where:
             stmt = stmt.bindparams(bindparam(name, type_=UTCDateTime()))
-    return FastStatement(stmt)
+    return FastStatement(stmt.columns(column("id", Integer)))
 
 
 def best_ids(
