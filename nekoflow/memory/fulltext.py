@@ -7,9 +7,9 @@ the scope, so a query over a 100,000-memory scope paid for all of them — and P
 (at most :data:`nekoflow.memory.search.MATCH_BUDGET` units in all, known from the exact
 per-scope statistics before the query), the live units of the scope holding it — an index
 lookup each, no ranking per unit — scores each unit by the summed idf of the terms it holds
-(BM25 without term frequency and length, which only the final ranking in Python needs) and
-keeps the best, newest first among equals (:func:`best_ids`). Every unit of the scope holding
-a chosen term competes, however old. Every function reads in the caller's session.
+(BM25 without term frequency and length: the final ranking in Python counts them) and keeps
+the best, the shortest then the newest first among equals (:func:`best_ids`). Every unit of
+the scope holding a chosen term competes, however old. Every function reads in the caller's session.
 """
 
 from __future__ import annotations
@@ -32,16 +32,22 @@ _TABLES = {"memory": ("memory_record", "memory_fts"), "round": ("memory_round", 
 
 
 def _term_query(dialect: str, scope: str, term: str) -> str:
-    """The engine's query for one term within the scope."""
+    """The engine's query for one term within the scope (PostgreSQL: the term alone, the scope
+    is the ``where`` filter's)."""
     if dialect == "sqlite":
         return f'"{scope}" AND "{term}"'
-    return f"'{scope}' & '{term}'"
+    return f"'{term}'"
+
+
+#: A unit's size in bytes (read from the row's header: its text is not loaded).
+_SIZE = {"sqlite": "length(CAST(m.terms AS BLOB))", "postgresql": "octet_length(m.terms)"}
 
 
 @cache
 def _best_sql(dialect: str, kind: str, n: int, where: str) -> FastStatement:
-    """The ``:n`` units passing ``where`` (alias ``m``) with the highest sum of ``:w<i>`` over
-    the terms ``:q<i>`` (``i`` < ``n``) they hold, newest first among equals."""
+    """The ``:limit`` units passing ``where`` (alias ``m``) with the highest sum of ``:w<i>``
+    over the terms ``:q<i>`` (``i`` < ``n``) they hold; among equals the shortest (the one
+    the terms say most of, as BM25's length normalisation), then the newest."""
     table, fts = _TABLES[kind]
     if dialect == "sqlite":
         hits = " UNION ALL ".join(
@@ -52,17 +58,19 @@ def _best_sql(dialect: str, kind: str, n: int, where: str) -> FastStatement:
         sql = (
             f"WITH x AS MATERIALIZED ({hits}) "
             f"SELECT x.id FROM x CROSS JOIN {table} m ON m.id = x.id WHERE {where} "
-            "GROUP BY x.id ORDER BY sum(x.w) DESC, x.id DESC LIMIT :limit"
+            f"GROUP BY x.id ORDER BY sum(x.w) DESC, {_SIZE[dialect]}, x.id DESC LIMIT :limit"
         )
     else:
+        # Each term looked up on its own: with the scope token (in every unit of the scope)
+        # in the query, the planner prefers scanning the whole table.
         hits = " UNION ALL ".join(
-            f"SELECT m.id, CAST(:w{i} AS DOUBLE PRECISION) AS w FROM {table} m "
-            f"WHERE m.terms_tsv @@ to_tsquery('simple', :q{i}) AND {where}"
+            f"SELECT m.id, CAST(:w{i} AS DOUBLE PRECISION) AS w, {_SIZE[dialect]} AS n "
+            f"FROM {table} m WHERE m.terms_tsv @@ to_tsquery('simple', :q{i}) AND {where}"
             for i in range(n)
         )
         sql = (
-            f"SELECT x.id FROM ({hits}) AS x "
-            "GROUP BY x.id ORDER BY sum(x.w) DESC, x.id DESC LIMIT :limit"
+            f"SELECT x.id FROM ({hits}) AS x GROUP BY x.id "
+            "ORDER BY sum(x.w) DESC, max(x.n), x.id DESC LIMIT :limit"
         )
     stmt = text(sql)
     for name in ("now", "t0", "t1"):

@@ -104,6 +104,16 @@ def select_terms(
     return chosen
 
 
+def _hit_sql(kinds: Sequence[str]) -> str:
+    """:func:`_live_sql` for the full-text hits (alias ``m``), its expiry test written so that
+    PostgreSQL does not AND the scope's expiry index (half the scope) into the term lookups."""
+    k = ", ".join(f":k{i}" for i in range(len(kinds)))
+    return (
+        "m.role_id = :r AND m.scope_id = :s AND m.superseded_by IS NULL "
+        f"AND m.kind IN ({k}) AND coalesce(m.expires_at > :now, true)"
+    )
+
+
 def _live_sql(alias: str, kinds: Sequence[str]) -> str:
     k = ", ".join(f":k{i}" for i in range(len(kinds)))
     return (
@@ -134,7 +144,7 @@ def lexical_ids(
         return []
     scope = scope_token(role_id, scope_id)
     params = _params(role_id, scope_id, now, kinds)
-    where = _live_sql("m", kinds)
+    where = _hit_sql(kinds)
     return best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
 
 
@@ -166,7 +176,7 @@ def candidate_rows(
     chosen = select_terms(weights, stats)
     if chosen:
         scope = scope_token(role_id, scope_id)
-        where = _live_sql("m", kinds)
+        where = _hit_sql(kinds)
         best = best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
         params["lx"] = id_list(dialect, best)
         parts.append(id_list_sql(dialect, "lx"))
