@@ -33,8 +33,8 @@ CONCEPTS: dict[str, tuple[str, str]] = {
         "老家 家乡 长大 出生 故乡",
     ),
     "exercise": (
-        "exercise exercising workout gym swim swimming pool climb climbing run running jog "
-        "jogging yoga sport sports fitness training",
+        "exercise exercising workout gym swim swimming pool climb climbing run running ran jog "
+        "jogging yoga sport sports fitness training 5k 10k marathon race",
         "运动 健身 锻炼 游泳 攀岩 跑步 瑜伽 体育 球馆",
     ),
     "birthday": ("birthday birthdays bday", "生日"),
@@ -89,6 +89,10 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     ),
     "car": ("car cars drive drives driving honda toyota", "车 开车 倒车"),
     "phone": ("phone phones cellphone mobile", "手机"),
+    "broken": (
+        "broke broken break breaks cracked smashed dead ruined lost",
+        "坏 摔 碎 裂 开不了机 进水 掉进 丢了 弄丢",
+    ),
     "music": (
         "music song songs band bands singer concert concerts pianist piano jazz album live",
         "音乐 歌 乐队 歌手 演唱会 钢琴",
@@ -115,7 +119,7 @@ for _concept, (_en, _cn) in CONCEPTS.items():
     for _w in _en.split():
         _EN_WORDS.setdefault(_w, []).append(_concept)
     _CN_WORDS.extend((_w, _concept) for _w in _cn.split())
-_EN_TOKEN = re.compile(r"[a-z]+")
+_EN_TOKEN = re.compile(r"[a-z0-9]+")
 _CN_ANY = re.compile("|".join(sorted((re.escape(w) for w, _ in _CN_WORDS), key=len, reverse=True)))
 _CN_OF = {}
 for _w, _c in _CN_WORDS:

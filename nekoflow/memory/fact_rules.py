@@ -178,6 +178,15 @@ def _r(pattern: str, read: Callable[[re.Match[str]], list[tuple[str, str]]], **k
 
 _SP_CN, _SP_EN = _alt(_SPECIES_CN), _alt(_SPECIES_EN)
 _REL_CN, _REL_EN = _alt(_RELATION_CN), _alt(_RELATION_EN)
+_DATE_CN = (
+    r"(?:(?:\d{1,2}|[一二三四五六七八九十]{1,3}|正|冬|腊)月(?:\d{1,2}|[一二三四五六七八九十]{1,3}|"
+    r"初[一二三四五六七八九十]|廿[一二三四五六七八九])[号日]?|农历[^\s,。!]{2,8}|\d{1,2}[./-]\d{1,2})"
+)
+_DATE_EN = (
+    r"(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"\d{1,2}[/.-]\d{1,2})"
+)
 _ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真)*"
 _ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still )*"
 _EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though)\b|\s*[^\x00-\x7f]))"
@@ -253,6 +262,14 @@ RULES: tuple[Rule, ...] = (
     _r(
         rf"我(?:的)?(?P<k>{_REL_CN})(?:的名字)?(?:叫|名叫|名字是)\s*" + NAME,
         _keyed("user.family.", _RELATION_CN),
+    ),
+    _r(
+        rf"我(?:的)?(?P<k>{_REL_CN})的生日(?:是|在)?\s*(?P<v>{_DATE_CN})",
+        _keyed("user.family.", _RELATION_CN, ".birthday"),
+    ),
+    _r(
+        rf"\bmy (?P<k>{_REL_EN})'s birthday(?:'s| is)\s+(?:on\s+)?(?P<v>{_DATE_EN})",
+        _keyed("user.family.", _RELATION_EN, ".birthday"),
     ),
     _r(
         rf"\bmy (?P<k>{_REL_EN})(?:'s name is|'s called| is called| is named|'s named| named)\s+"

@@ -32,3 +32,10 @@ def test_the_concept_ranks_the_paraphrase_above_an_unrelated_line() -> None:
     query = query_terms("where do I work now?")
     assert query["zcwork"] == 1.0  # a concept of the message weighs as its own words
     assert bm25(query, said, stats) > bm25(query, other, stats)
+
+
+def test_a_run_and_a_broken_phone_are_named_in_other_words() -> None:
+    assert "zcexercise" in concept_terms("on Tuesday I finally beat my 5k personal best")
+    assert "zcexercise" in concept_terms("what did I tell you about my run?")
+    assert "zcbroken" in concept_terms("手机掉进西湖里了,捞上来已经开不了机")
+    assert "zcbroken" in concept_terms("我的手机是怎么坏的?")
