@@ -18,14 +18,15 @@ from sqlmodel import Session
 from nekoflow.memory.embeddings import unpack
 from nekoflow.memory.fact_memory import read_fact
 from nekoflow.memory.fact_updates import notes_for_each, stated_facts
-from nekoflow.memory.lexical import CorpusStats, query_terms
+from nekoflow.memory.lexical import CorpusStats, query_terms, scope_token
 from nekoflow.memory.round_rank import CONTEXT_WEIGHT, ranked_rounds, rounds_within
 from nekoflow.memory.rounds import RoundRow
 from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
-from nekoflow.memory.search import candidate_rows, corpus_stats
+from nekoflow.memory.search import candidate_rows, corpus_stats, corpus_stats_keys
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import RETRIEVED
 from nekoflow.memory.window import memory_block
+from nekoflow.storage.memory import round_stats_key
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 
@@ -109,11 +110,13 @@ def _gather(
     settings: MemorySettings,
     model: str | None,
     summaries: int = 0,
+    stats: CorpusStats | None = None,
 ) -> tuple[list[Any], dict[str, float], CorpusStats]:
-    """The candidate rows (and the ``summaries`` newest summaries) in one statement, with the
-    query's term weights and the scope's BM25 statistics (two round trips in all)."""
+    """The candidate rows (and the ``summaries`` newest summaries), with the query's term
+    weights and the scope's BM25 statistics (read unless given)."""
     query = query_terms(message, context, CONTEXT_WEIGHT)
-    stats = corpus_stats(s, role_id, scope_id, query)
+    if stats is None:
+        stats = corpus_stats(s, role_id, scope_id, query)
     columns = [_TABLE.c[c.key] for c in _COLUMNS]
     if model is not None:
         columns += [_TABLE.c.embedding, _TABLE.c.embedding_model]
@@ -170,6 +173,7 @@ def _retrieve(
     embeddings_model: str | None,
     exclude: Sequence[int] = (),
     summary_budget: int = 0,
+    stats: CorpusStats | None = None,
 ) -> tuple[list[tuple[int, str]], list[Scored]]:
     """The newest summaries that fit ``summary_budget`` tokens (oldest first) and the other
     candidates, ranked — read together in one statement."""
@@ -185,6 +189,7 @@ def _retrieve(
         settings=settings,
         model=model,
         summaries=scan,
+        stats=stats,
     )
     newest = [(r.id, r.content) for r in rows if r.kind == "summary"] if scan else []
     past = _newest_within(newest, summary_budget)
@@ -286,6 +291,10 @@ def prompt_memories(
     """Summaries of the distant past + the retrieved memories + the relevant past rounds (not
     those from line ``below_line`` on: the recent window shows them), within token budgets:
     rounds take at most ``round_share`` of ``prompt_tokens``, memories the rest."""
+    # The BM25 statistics of the scope's memories and of its rounds, in one query (the rounds'
+    # query terms are among the message's).
+    keys = [scope_token(role_id, scope_id), round_stats_key(scope_token(role_id, scope_id))]
+    both = corpus_stats_keys(s, keys, query_terms(message, context, CONTEXT_WEIGHT))
     past, ranked = _retrieve(
         s,
         role_id=role_id,
@@ -297,6 +306,7 @@ def prompt_memories(
         query_vector=query_vector,
         embeddings_model=embeddings_model,
         summary_budget=settings.summary_tokens,
+        stats=both[keys[0]],
     )
     rounds = rounds_within(
         ranked_rounds(
@@ -308,6 +318,7 @@ def prompt_memories(
             now=now,
             settings=settings,
             below_line=below_line,
+            stats=both[keys[1]],
         ),
         int(settings.prompt_tokens * settings.round_share),
     )

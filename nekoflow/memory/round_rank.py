@@ -58,18 +58,20 @@ def ranked_rounds(
     now: datetime,
     settings: MemorySettings,
     below_line: int | None = None,
+    stats: CorpusStats | None = None,
 ) -> list[RoundRow]:
     """The scope's past rounds for this message, best first: the full-text engine's candidates
     over all of the scope's rounds, re-scored by BM25 with the message's terms at full weight
     and recent user lines' at :data:`CONTEXT_WEIGHT`; rounds in a time the message names come
     first (said then, or said within :data:`REFERS_BACK` after it about it: "昨天…" told today);
     ties go to the newest. Rounds relevant by nothing are left out. When the named time holds no
-    round (a plan "in December"), the time words are searched like any other."""
+    round (a plan "in December"), the time words are searched like any other. ``stats``: the
+    rounds' statistics for (at least) the message's terms, when already read."""
     if settings.round_candidates <= 0:
         return []
     when = parse_time(message, now)
     rows, query, stats = _round_rows(
-        s, role_id, scope_id, _without(message, when), context, settings, below_line, when
+        s, role_id, scope_id, _without(message, when), context, settings, below_line, when, stats
     )
     if when is not None and not any(
         when.contains(r.created_at) or _refers_to(r, when) for r in rows
@@ -106,10 +108,13 @@ def _round_rows(
     settings: MemorySettings,
     below_line: int | None,
     when: TimeRange | None,
+    stats: CorpusStats | None = None,
 ) -> tuple[list[RoundRow], dict[str, float], CorpusStats]:
-    """The round candidates for ``text`` (and ``when``), the query and its statistics."""
+    """The round candidates for ``text`` (and ``when``), the query and its statistics (read
+    unless given)."""
     query = query_terms(text, context, CONTEXT_WEIGHT)
-    stats = round_stats(s, role_id, scope_id, query)
+    if stats is None:
+        stats = round_stats(s, role_id, scope_id, query)
     rows = round_candidates(
         s,
         role_id,

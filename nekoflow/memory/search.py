@@ -25,7 +25,14 @@ from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 
-__all__ = ["candidate_rows", "corpus_stats", "corpus_stats_key", "lexical_ids", "select_terms"]
+__all__ = [
+    "candidate_rows",
+    "corpus_stats",
+    "corpus_stats_key",
+    "corpus_stats_keys",
+    "lexical_ids",
+    "select_terms",
+]
 
 
 _STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
@@ -35,6 +42,16 @@ _STATS_QUERY = sa_select(_STATS.c.term, _STATS.c.df).where(
 _STATS_QUERY_PG = FastStatement(
     sa_select(_STATS.c.term, _STATS.c.df).where(
         _STATS.c.scope_key == bindparam("key"),
+        _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
+    )
+)
+_STATS_MANY = sa_select(_STATS.c.scope_key, _STATS.c.term, _STATS.c.df).where(
+    _STATS.c.scope_key.in_(bindparam("keys", expanding=True)),
+    _STATS.c.term.in_(bindparam("terms", expanding=True)),
+)
+_STATS_MANY_PG = FastStatement(
+    sa_select(_STATS.c.scope_key, _STATS.c.term, _STATS.c.df).where(
+        _STATS.c.scope_key == any_(bindparam("keys", type_=ARRAY(_STATS.c.scope_key.type))),
         _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
     )
 )
@@ -49,13 +66,39 @@ def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) 
 
 def corpus_stats_key(s: Session, key: str, words: Iterable[str]) -> CorpusStats:
     """BM25 statistics kept under ``key`` (a scope's memories or its rounds) for these terms."""
+    return corpus_stats_keys(s, [key], words)[key]
+
+
+def corpus_stats_keys(
+    s: Session, keys: Sequence[str], words: Iterable[str]
+) -> dict[str, CorpusStats]:
+    """:func:`corpus_stats_key` of several keys (a scope's memories and its rounds) in one
+    indexed query."""
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
-    params = {"key": key, "terms": wanted}
-    if dialect_name(s) == "postgresql":
-        rows: Any = _STATS_QUERY_PG.rows(s, params)
-    else:  # an expanding IN: SQLAlchemy's execute
-        rows = s.connection().execute(_STATS_QUERY, params).all()
-    df = {t: n for t, n in rows}
+    pg = dialect_name(s) == "postgresql"
+    found: dict[str, dict[str, int]] = {k: {} for k in keys}
+    if len(keys) == 1:
+        params: dict[str, Any] = {"key": keys[0], "terms": wanted}
+        one: Any = (
+            _STATS_QUERY_PG.rows(s, params)
+            if pg
+            else s.connection().execute(_STATS_QUERY, params).all()  # an expanding IN
+        )
+        found[keys[0]] = {t: n for t, n in one}
+    else:
+        params = {"keys": list(keys), "terms": wanted}
+        many: Any = (
+            _STATS_MANY_PG.rows(s, params)
+            if pg
+            else s.connection().execute(_STATS_MANY, params).all()
+        )
+        for key, term, n in many:
+            found[key][term] = n
+    return {k: _stats(df) for k, df in found.items()}
+
+
+def _stats(df: dict[str, int]) -> CorpusStats:
+    """Statistics from the stored counts (documents and total length under reserved terms)."""
     docs = max(df.pop(DOCS, 0), 0)
     total = max(df.pop(LENGTH, 0), 0)
     return CorpusStats(docs=docs, avg_len=total / docs if docs else 1.0, df=df)
