@@ -111,6 +111,7 @@ def _gather(
     model: str | None,
     summaries: int = 0,
     stats: CorpusStats | None = None,
+    query_vector: Sequence[float] | None = None,
 ) -> tuple[list[Any], dict[str, float], CorpusStats]:
     """The candidate rows (and the ``summaries`` newest summaries), with the query's term
     weights and the scope's BM25 statistics (read unless given)."""
@@ -134,6 +135,8 @@ def _gather(
         semantic=settings.semantic_scan,
         model=model,
         summaries=summaries,
+        query_vector=query_vector,
+        semantic_budget=settings.semantic_budget,
     )
     return rows, query, stats
 
@@ -190,6 +193,7 @@ def _retrieve(
         model=model,
         summaries=scan,
         stats=stats,
+        query_vector=query_vector,
     )
     newest = [(r.id, r.content) for r in rows if r.kind == "summary"] if scan else []
     past = _newest_within(newest, summary_budget)

@@ -21,6 +21,7 @@ from sqlmodel import Session
 
 from nekoflow.memory.fulltext import best_ids, id_list, id_list_sql
 from nekoflow.memory.lexical import CorpusStats, scope_token
+from nekoflow.memory.semantic import nearest_ids
 from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
@@ -206,12 +207,15 @@ def candidate_rows(
     semantic: int = 0,
     model: str | None = None,
     summaries: int = 0,
+    query_vector: Sequence[float] | None = None,
+    semantic_budget: int = 0,
 ) -> list[Any]:
     """``columns`` of the live memories best holding the rarest of ``words`` (found by
     :func:`nekoflow.memory.fulltext.term_hits`, one statement), plus, in a second statement,
-    the ``pool`` most important and ``pool`` most recently used, plus (with ``model``) the
-    ``semantic`` newest with a vector from that embeddings model, plus the ``summaries`` newest
-    current summaries of the scope."""
+    the ``pool`` most important and ``pool`` most recently used, plus (with ``model`` and
+    ``query_vector``) the ``limit`` nearest to the query's vector among the scope's newest
+    ``semantic`` embedded by that model within ``semantic_budget`` multiplications
+    (:mod:`nekoflow.memory.semantic`), plus the ``summaries`` newest current summaries."""
     dialect = s.get_bind().dialect.name
     params = _params(role_id, scope_id, now, kinds) | {"p": pool}
     parts: list[str] = []
@@ -232,12 +236,19 @@ def candidate_rows(
             f"SELECT u.id FROM memory_record u WHERE {_live_sql('u', kinds)} "
             "AND u.last_accessed_at IS NOT NULL ORDER BY u.last_accessed_at DESC LIMIT :p"
         )
-    if semantic and model:
-        params |= {"v": semantic, "em": model}
-        parts.append(
-            f"SELECT v.id FROM memory_record v WHERE {_live_sql('v', kinds)} "
-            "AND v.embedding_model = :em ORDER BY v.id DESC LIMIT :v"
+    if semantic and model and query_vector:
+        near = nearest_ids(
+            s,
+            query_vector,
+            model,
+            _hit_sql(kinds),
+            _params(role_id, scope_id, now, kinds),
+            limit=limit,
+            budget=semantic_budget,
+            cap=semantic,
         )
+        params["sv"] = id_list(dialect, near)
+        parts.append(id_list_sql(dialect, "sv"))
     if summaries:
         params["sm"] = summaries
         parts.append(

@@ -171,3 +171,34 @@ def test_a_failing_endpoint_names_the_status_never_the_text(server: EmbeddingsSe
     dead = OpenAIEmbedder("http://127.0.0.1:9/v1", "fake-embed", timeout=1)
     with pytest.raises(EmbeddingsError, match="unreachable"):
         dead.embed(["x"])
+
+
+def test_the_vector_scan_covers_the_whole_scope_not_the_newest_hundred(
+    engine: Engine, role_id: int, server: EmbeddingsServer
+) -> None:
+    _write(engine, role_id, ["用户在阳台上种了草莓"], START, imp=0.5)
+    _write(
+        engine,
+        role_id,
+        [f"{FILLER[i % len(FILLER)]} (第{i}次)" for i in range(300)],
+        START + timedelta(days=2),
+        imp=0.5,
+    )
+    emb = OpenAIEmbedder(server.base_url, "fake-embed")
+    embed_scope(engine, emb, role_id, SCOPE, batch=64, max_batches=100)
+    message = "Do I grow any berries?"
+    qv = query_vector(emb, message, timeout=5)
+    assert qv is not None
+    with Session(engine) as s:
+        got = prompt_memories(
+            s,
+            role_id=role_id,
+            scope_id=SCOPE,
+            message=message,
+            context=[],
+            now=START + timedelta(days=10),
+            settings=MemorySettings(pool=3),  # the default scan: the whole (small) scope
+            query_vector=qv,
+            embeddings_model="fake-embed",
+        )
+    assert "草莓" in got.block.splitlines()[0]  # 300 newer memories did not push it out
