@@ -176,14 +176,21 @@ def test_a_failing_endpoint_names_the_status_never_the_text(server: EmbeddingsSe
 def test_the_vector_scan_covers_the_whole_scope_not_the_newest_hundred(
     engine: Engine, role_id: int, server: EmbeddingsServer
 ) -> None:
-    _write(engine, role_id, ["用户在阳台上种了草莓"], START, imp=0.5)
-    _write(
-        engine,
-        role_id,
-        [f"{FILLER[i % len(FILLER)]} (第{i}次)" for i in range(300)],
-        START + timedelta(days=2),
-        imp=0.5,
-    )
+    from nekoflow.memory.store import add_indexed
+
+    def row(content: str, at: datetime) -> MemoryRecord:
+        return MemoryRecord(
+            role_id=role_id, scope_id=SCOPE, content=content, importance=0.5, ttl="permanent",
+            created_at=at, updated_at=at,
+        )  # fmt: skip
+
+    rows = [row("用户在阳台上种了草莓", START)]
+    rows += [
+        row(f"{FILLER[i % len(FILLER)]} (第{i}次)", START + timedelta(hours=i)) for i in range(300)
+    ]
+    with Session(engine) as s:
+        add_indexed(s, rows)  # 301 memories, none merged
+        s.commit()
     emb = OpenAIEmbedder(server.base_url, "fake-embed")
     embed_scope(engine, emb, role_id, SCOPE, batch=64, max_batches=100)
     message = "Do I grow any berries?"
