@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from nekoflow.memory.consolidate import facts_of, slot_of_key
@@ -36,12 +37,13 @@ def notes_for_each(
     wanted = {f"slot:{slot_of_key(f.key)}" for facts in groups for f in facts}
     if not wanted:
         return [""] * len(groups)
-    rows = s.exec(
-        select(MemoryRecord)
+    newest = (  # the newest live memory of each key: one row per key, however many hold it
+        select(func.max(MemoryRecord.id))
         .where(live_clause(role_id, scope_id, now), col(MemoryRecord.fact_key).in_(list(wanted)))
-        .order_by(col(MemoryRecord.id))
-    ).all()
-    current = {row.fact_key: row for row in rows}  # the newest live memory of each key
+        .group_by(col(MemoryRecord.fact_key))
+    )
+    rows = s.exec(select(MemoryRecord).where(col(MemoryRecord.id).in_(newest))).all()
+    current = {row.fact_key: row for row in rows}
     return [_notes(current, facts) for facts in groups]
 
 
