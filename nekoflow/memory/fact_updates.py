@@ -37,12 +37,24 @@ def notes_for_each(
     wanted = {f"slot:{slot_of_key(f.key)}" for facts in groups for f in facts}
     if not wanted:
         return [""] * len(groups)
-    newest = (  # the newest live memory of each key: one row per key, however many hold it
-        select(func.max(MemoryRecord.id))
+    # The newest statement of each key, by when it was said (ties: the highest id): one group
+    # per key however many live memories hold it.
+    latest = (
+        select(col(MemoryRecord.fact_key), func.max(MemoryRecord.created_at).label("at"))
         .where(live_clause(role_id, scope_id, now), col(MemoryRecord.fact_key).in_(list(wanted)))
         .group_by(col(MemoryRecord.fact_key))
+        .subquery()
     )
-    rows = s.exec(select(MemoryRecord).where(col(MemoryRecord.id).in_(newest))).all()
+    rows = s.exec(
+        select(MemoryRecord)
+        .join(
+            latest,
+            (col(MemoryRecord.fact_key) == latest.c.fact_key)
+            & (col(MemoryRecord.created_at) == latest.c.at),
+        )
+        .where(live_clause(role_id, scope_id, now))
+        .order_by(col(MemoryRecord.id))
+    ).all()
     current = {row.fact_key: row for row in rows}
     return [_notes(current, facts) for facts in groups]
 
