@@ -21,7 +21,14 @@ from nekoflow.memory.fact_updates import notes_for_each, stated_facts
 from nekoflow.memory.lexical import CorpusStats, query_terms, scope_token
 from nekoflow.memory.round_rank import CONTEXT_WEIGHT, ranked_rounds, rounds_within
 from nekoflow.memory.rounds import RoundRow
-from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
+from nekoflow.memory.scoring import (
+    Candidate,
+    Scored,
+    memory_line,
+    prompt_line,
+    rank,
+    select_within_budget,
+)
 from nekoflow.memory.search import candidate_rows, corpus_stats, corpus_stats_keys
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import RETRIEVED
@@ -279,6 +286,20 @@ def _with_notes(
     return shown, kept
 
 
+def _within(
+    rounds: list[tuple[RoundRow, str]], chosen: list[Scored], budget: int
+) -> tuple[list[tuple[RoundRow, str]], list[Scored]]:
+    """The rounds and memories (notes included) cut to ``budget`` tokens together: the
+    lowest-ranked memory, then round, goes first."""
+    costs = [estimate_tokens(line) + 1 for _, line in rounds]
+    mems = [estimate_tokens(prompt_line(m.candidate)) + 1 for m in chosen]
+    while chosen and sum(costs) + sum(mems) > budget:
+        chosen, mems = chosen[:-1], mems[:-1]
+    while rounds and sum(costs) > budget:
+        rounds, costs = rounds[:-1], costs[:-1]
+    return rounds, chosen
+
+
 def prompt_memories(
     s: Session,
     *,
@@ -329,6 +350,7 @@ def prompt_memories(
     spent = sum(estimate_tokens(line) + 1 for _, line in rounds)
     chosen = select_within_budget(ranked, settings.prompt_tokens - spent, estimate_tokens)
     rounds, chosen = _with_notes(s, role_id, scope_id, rounds, chosen, now)
+    rounds, chosen = _within(rounds, chosen, settings.prompt_tokens)
     block = memory_block([(str(i), text) for i, text in past], chosen, [line for _, line in rounds])
     used = [PromptMemory(id=i, kind="summary") for i, _ in past] + [
         PromptMemory(
