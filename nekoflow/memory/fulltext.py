@@ -26,7 +26,7 @@ from nekoflow.memory.lexical import CorpusStats
 from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 
-__all__ = ["best_ids", "id_list", "id_list_sql"]
+__all__ = ["best_binds", "best_ids", "best_sql", "id_list", "id_list_sql"]
 
 _TABLES = {"memory": ("memory_record", "memory_fts"), "round": ("memory_round", "round_fts")}
 
@@ -44,10 +44,11 @@ _SIZE = {"sqlite": "length(CAST(m.terms AS BLOB))", "postgresql": "octet_length(
 
 
 @cache
-def _best_sql(dialect: str, kind: str, n: int, where: str) -> FastStatement:
-    """The ``:limit`` units passing ``where`` (alias ``m``) with the highest sum of ``:w<i>``
-    over the terms ``:q<i>`` (``i`` < ``n``) they hold; among equals the shortest (the one
-    the terms say most of, as BM25's length normalisation), then the newest."""
+def best_sql(dialect: str, kind: str, n: int, where: str) -> str:
+    """SQL of the ``:limit`` units passing ``where`` (alias ``m``) with the highest sum of
+    ``:w<i>`` over the terms ``:q<i>`` (``i`` < ``n``) they hold; among equals the shortest
+    (the one the terms say most of, as BM25's length normalisation), then the newest. One
+    column, ``id``; usable as a subquery (binds: :func:`best_binds`)."""
     table, fts = _TABLES[kind]
     if dialect == "sqlite":
         hits = " UNION ALL ".join(
@@ -55,24 +56,45 @@ def _best_sql(dialect: str, kind: str, n: int, where: str) -> FastStatement:
         )
         # The hits first, then each unit by its rowid (else SQLite loops the scope's units and
         # probes the index once per unit).
-        sql = (
+        return (
             f"WITH x AS MATERIALIZED ({hits}) "
-            f"SELECT x.id FROM x CROSS JOIN {table} m ON m.id = x.id WHERE {where} "
+            f"SELECT x.id AS id FROM x CROSS JOIN {table} m ON m.id = x.id WHERE {where} "
             f"GROUP BY x.id ORDER BY sum(x.w) DESC, {_SIZE[dialect]}, x.id DESC LIMIT :limit"
         )
-    else:
-        # Each term looked up on its own: with the scope token (in every unit of the scope)
-        # in the query, the planner prefers scanning the whole table.
-        hits = " UNION ALL ".join(
-            f"SELECT m.id, CAST(:w{i} AS DOUBLE PRECISION) AS w, {_SIZE[dialect]} AS n "
-            f"FROM {table} m WHERE m.terms_tsv @@ to_tsquery('simple', :q{i}) AND {where}"
-            for i in range(n)
-        )
-        sql = (
-            f"SELECT x.id FROM ({hits}) AS x GROUP BY x.id "
-            "ORDER BY sum(x.w) DESC, max(x.n), x.id DESC LIMIT :limit"
-        )
-    stmt = text(sql)
+    # Each term looked up on its own: with the scope token (in every unit of the scope) in the
+    # query, the planner prefers scanning the whole table.
+    hits = " UNION ALL ".join(
+        f"SELECT m.id, CAST(:w{i} AS DOUBLE PRECISION) AS w, {_SIZE[dialect]} AS n "
+        f"FROM {table} m WHERE m.terms_tsv @@ to_tsquery('simple', :q{i}) AND {where}"
+        for i in range(n)
+    )
+    return (
+        f"SELECT x.id AS id FROM ({hits}) AS x GROUP BY x.id "
+        "ORDER BY sum(x.w) DESC, max(x.n), x.id DESC LIMIT :limit"
+    )
+
+
+def best_binds(
+    dialect: str,
+    scope: str,
+    chosen: Sequence[str],
+    stats: CorpusStats,
+    weights: Mapping[str, float],
+    limit: int,
+) -> dict[str, Any]:
+    """The binds of :func:`best_sql` for these terms: each term's query and weight (idf × the
+    query's weight), and the limit."""
+    binds: dict[str, Any] = {"limit": limit}
+    for i, t in enumerate(chosen):
+        binds[f"q{i}"] = _term_query(dialect, scope, t)
+        binds[f"w{i}"] = stats.idf(t) * weights.get(t, 1.0)
+    return binds
+
+
+@cache
+def _best_statement(dialect: str, kind: str, n: int, where: str) -> FastStatement:
+    """:func:`best_sql` as a statement of its own."""
+    stmt = text(best_sql(dialect, kind, n, where))
     for name in ("now", "t0", "t1"):
         if f":{name}" in where:
             stmt = stmt.bindparams(bindparam(name, type_=UTCDateTime()))
@@ -97,11 +119,8 @@ def best_ids(
     if not chosen or limit <= 0:
         return []
     dialect = dialect_name(s)
-    stmt = _best_sql(dialect, kind, len(chosen), where)
-    binds = dict(params) | {"limit": limit}
-    for i, t in enumerate(chosen):
-        binds[f"q{i}"] = _term_query(dialect, scope, t)
-        binds[f"w{i}"] = stats.idf(t) * weights.get(t, 1.0)
+    stmt = _best_statement(dialect, kind, len(chosen), where)
+    binds = dict(params) | best_binds(dialect, scope, chosen, stats, weights, limit)
     return [int(r[0]) for r in stmt.rows(s, binds)]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, text, update
 from sqlmodel import Session
 
-from nekoflow.memory.fulltext import best_ids, id_list, id_list_sql
+from nekoflow.memory.fulltext import best_binds, best_sql
 from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token, terms
 from nekoflow.memory.search import corpus_stats_key, select_terms
 from nekoflow.memory.timeq import TimeRange
@@ -156,11 +156,10 @@ _COLS = "m.id, m.line_id, m.turn_id, m.created_at, m.user_text, m.reply_text, m.
 
 
 @cache
-def _by_ids_sql(dialect: str) -> Any:
-    """The rounds whose ids are bound as ``:ids``."""
-    return _statement(
-        f"SELECT {_COLS} FROM memory_round m WHERE m.id IN ({id_list_sql(dialect, 'ids')})"
-    )
+def _best_rounds_sql(dialect: str, n: int, dated: bool) -> Any:
+    """The rounds :func:`nekoflow.memory.fulltext.best_sql` picks, read in the same statement."""
+    best = best_sql(dialect, "round", n, _WHERE + (_DATED if dated else ""))
+    return _statement(f"SELECT {_COLS} FROM memory_round m WHERE m.id IN ({best})")
 
 
 def _matched(
@@ -174,17 +173,13 @@ def _matched(
     dated: bool,
 ) -> list[RoundRow]:
     """The scope's visible rounds best holding the ``chosen`` terms (optionally within
-    ``[:t0, :t1)``), best first: :mod:`nekoflow.memory.fulltext`'s bounded candidates."""
-    where = _WHERE + (_DATED if dated else "")
-    best = best_ids(s, "round", scope, chosen, stats, weights, where, params, params["n"])
-    if not best:
+    ``[:t0, :t1)``), in one statement: :mod:`nekoflow.memory.fulltext`'s bounded candidates
+    (in no order: the caller ranks them)."""
+    if not chosen or params["n"] <= 0:
         return []
     dialect = dialect_name(s)
-    rows = {
-        r[0]: RoundRow._make(r)
-        for r in _by_ids_sql(dialect).rows(s, {"ids": id_list(dialect, best)})
-    }
-    return [rows[i] for i in best if i in rows]
+    binds = params | best_binds(dialect, scope, chosen, stats, weights, params["n"])
+    return [RoundRow._make(r) for r in _best_rounds_sql(dialect, len(chosen), dated).rows(s, binds)]
 
 
 @cache

@@ -19,7 +19,7 @@ from sqlalchemy import ARRAY, any_, bindparam, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
-from nekoflow.memory.fulltext import best_ids, id_list, id_list_sql
+from nekoflow.memory.fulltext import best_binds, best_ids, best_sql, id_list, id_list_sql
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.memory.semantic import nearest_ids
 from nekoflow.storage.dialogue import UTCDateTime
@@ -210,23 +210,22 @@ def candidate_rows(
     query_vector: Sequence[float] | None = None,
     semantic_budget: int = 0,
 ) -> list[Any]:
-    """``columns`` of the live memories best holding the rarest of ``words`` (found by
-    :func:`nekoflow.memory.fulltext.term_hits`, one statement), plus, in a second statement,
-    the ``pool`` most important and ``pool`` most recently used, plus (with ``model`` and
-    ``query_vector``) the ``limit`` nearest to the query's vector among the scope's newest
-    ``semantic`` embedded by that model within ``semantic_budget`` multiplications
-    (:mod:`nekoflow.memory.semantic`), plus the ``summaries`` newest current summaries."""
+    """In one statement: ``columns`` of the live memories best holding the rarest of ``words``
+    (:func:`nekoflow.memory.fulltext.best_sql`), plus the ``pool`` most important and ``pool``
+    most recently used, plus (with ``model`` and ``query_vector``) the ``limit`` nearest to
+    the query's vector among the scope's newest ``semantic`` embedded by that model within
+    ``semantic_budget`` multiplications (:mod:`nekoflow.memory.semantic`), plus the
+    ``summaries`` newest current summaries."""
     dialect = s.get_bind().dialect.name
     params = _params(role_id, scope_id, now, kinds) | {"p": pool}
     parts: list[str] = []
     weights = words if isinstance(words, Mapping) else dict.fromkeys(words, 1.0)
     chosen = select_terms(weights, stats)
     if chosen:
+        # The full-text candidates as a subquery of the one statement (a round trip less).
         scope = scope_token(role_id, scope_id)
-        where = _hit_sql(kinds)
-        best = best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
-        params["lx"] = id_list(dialect, best)
-        parts.append(id_list_sql(dialect, "lx"))
+        params |= best_binds(dialect, scope, chosen, stats, weights, limit)
+        parts.append(best_sql(dialect, "memory", len(chosen), _hit_sql(kinds)))
     if pool:
         parts.append(
             f"SELECT i.id FROM memory_record i WHERE {_live_sql('i', kinds)} "
