@@ -239,7 +239,7 @@ def perfect_extractor(rig: Rig) -> int:
 
 
 def ask(
-    rig: Rig, questions: list[dict[str, Any]], at: datetime, verbose: bool = False
+    rig: Rig, questions: list[dict[str, Any]], at: datetime, verbose: str = ""
 ) -> list[dict[str, Any]]:
     """Ask every question as a turn; what reached the model, per question. The questions'
     rounds are hidden afterwards (the next mode asks them again)."""
@@ -251,14 +251,17 @@ def ask(
         needles = [n.lower() for n in q["needles"]]
         old = [n.lower() for n in q.get("superseded", [])]
         has = all(n in seen for n in needles)
+        stale = bool(old) and any(o in seen for o in old) and not has
         if verbose and not has:
-            print(f"   miss [{q['cat']}] {q['text']}")
+            print(
+                f"   {verbose} miss [{q['cat']}] {q['text']}" + (" (stale alone)" if stale else "")
+            )
         results.append(
             {
                 "cat": q["cat"],
                 "hit": has,
                 "changed": bool(old),
-                "stale_alone": bool(old) and any(o in seen for o in old) and not has,
+                "stale_alone": stale,
             }
         )
     with Session(rig.engine) as s:
@@ -311,21 +314,27 @@ def run(
     }
     questions = data["questions"]
     day = timedelta(minutes=40)
+
+    def v(mode: str) -> str:
+        return f"{label} {mode}" if verbose else ""
+
     with memory_mode(WINDOW_ONLY):
         out["modes"]["window"] = summary(ask(rig, questions, asked))
     with memory_mode(MemorySettings()):
-        out["modes"]["default"] = summary(ask(rig, questions, asked + day, verbose))
+        out["modes"]["default"] = summary(ask(rig, questions, asked + day, v("default")))
     with EmbeddingsServer() as server:
         embedder = OpenAIEmbedder(server.base_url, "fake-embed", timeout=5)
         embed_scope(engine, embedder, rig.role_id, rig.scope_id(), batch=64, max_batches=10**6)
         with memory_mode(MemorySettings(), embedder):
-            out["modes"]["embeddings"] = summary(ask(rig, questions, asked + 2 * day))
+            out["modes"]["embeddings"] = summary(ask(rig, questions, asked + 2 * day, v("emb")))
         out["perfect_memories"] = perfect_extractor(rig)
         with memory_mode(MemorySettings()):
-            out["modes"]["perfect"] = summary(ask(rig, questions, asked + 3 * day))
+            out["modes"]["perfect"] = summary(ask(rig, questions, asked + 3 * day, v("perfect")))
         embed_scope(engine, embedder, rig.role_id, rig.scope_id(), batch=64, max_batches=10**6)
         with memory_mode(MemorySettings(), embedder):
-            out["modes"]["perfect+emb"] = summary(ask(rig, questions, asked + 4 * day))
+            out["modes"]["perfect+emb"] = summary(
+                ask(rig, questions, asked + 4 * day, v("perfect+emb"))
+            )
     report(label, out)
     return out
 
@@ -383,7 +392,7 @@ def main() -> None:
     p.add_argument("--no-sqlite", action="store_true")
     p.add_argument("--pg-url", default=os.environ.get("NEKOFLOW_BENCH_PG_URL", DEFAULT_PG_URL))
     p.add_argument("--json", type=Path, help="also write the figures here")
-    p.add_argument("-v", "--verbose", action="store_true", help="list the default mode's misses")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every mode's misses")
     args = p.parse_args()
     filler = 300 if args.quick else args.filler
     data = json.loads(DATA.read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ _LABELS = {
     "user.dislikes": "用户不喜欢", "user.allergy": "用户过敏", "user.vet": "用户的兽医",
     "user.doctor": "用户的医生", "user.dentist": "用户的牙医", "user.therapist": "用户的心理医生",
     "user.roommate": "用户的室友", "user.boss": "用户的老板", "user.phone": "用户的手机",
-    "user.car": "用户的车",
+    "user.car": "用户的车", "user.gym": "用户运动健身的地方",
 }  # fmt: skip
 
 
@@ -37,7 +37,8 @@ def slot_label(slot: str) -> str:
         return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}的名字"
     if slot.startswith("user.family.") and len(parts) >= 4:
         rel = ".".join(parts[2:-1])
-        return f"用户的{_RELATION_LABEL.get(rel, rel)}的名字"
+        what = "生日" if parts[-1] == "birthday" else "名字"
+        return f"用户的{_RELATION_LABEL.get(rel, rel)}的{what}"
     if slot.startswith("user.favourite."):
         return f"用户最喜欢的{slot.removeprefix('user.favourite.')}"
     if slot.startswith("user.plan."):
@@ -51,6 +52,10 @@ def slot_label(slot: str) -> str:
 
 _SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
 _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
+    (
+        re.compile(r"^用户的(.+)的生日$"),
+        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.birthday",
+    ),
     (
         re.compile(r"^用户的(.+)的名字$"),
         lambda k: (

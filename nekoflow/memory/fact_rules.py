@@ -70,8 +70,8 @@ THIRD_PERSON_START = re.compile(
     r"^[\s\x00]*(?:他|她|它|(?:he|she|they|my (?:friend|colleague|boss|roommate)s?)\b)", IGNORE
 )
 CHANGE = re.compile(
-    r"搬到|搬去|搬家|换了|改名|改成|改到|现在是|现在叫|现在在|不再|已经不|新的|新工作|"
-    r"\b(?:moved|move|new|now|anymore|any more|no longer|changed|switched|renamed)\b",
+    r"搬到|搬去|搬家|换了|改名|改成|改到|改去|现在是|现在叫|现在在|不再|已经不|新的|新工作|辞职|戒了|"
+    r"\b(?:moved|move|new|now|anymore|any more|no longer|changed|switched|renamed|quit)\b",
     IGNORE,
 )
 
@@ -94,7 +94,8 @@ _NOT_VALUES = frozenset(
      "it", "that", "this", "them", "you", "me", "him", "her", "back", "later", "when", "if",
      "please", "maybe", "sometime", "tomorrow", "now", "again", "anytime", "whatever", "crazy",
      "a", "an", "the", "so", "not", "sure", "tired", "fine", "ok", "okay", "here", "home",
-     "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad"}
+     "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad",
+     "一家", "一个", "一所", "家", "个"}
 )  # fmt: skip
 _EN_LEAD = re.compile(r"^(?:the|a|an|my|our)\s+", IGNORE)
 
@@ -177,6 +178,15 @@ def _r(pattern: str, read: Callable[[re.Match[str]], list[tuple[str, str]]], **k
 
 _SP_CN, _SP_EN = _alt(_SPECIES_CN), _alt(_SPECIES_EN)
 _REL_CN, _REL_EN = _alt(_RELATION_CN), _alt(_RELATION_EN)
+_DATE_CN = (
+    r"(?:(?:\d{1,2}|[一二三四五六七八九十]{1,3}|正|冬|腊)月(?:\d{1,2}|[一二三四五六七八九十]{1,3}|"
+    r"初[一二三四五六七八九十]|廿[一二三四五六七八九])[号日]?|农历[^\s,。!]{2,8}|\d{1,2}[./-]\d{1,2})"
+)
+_DATE_EN = (
+    r"(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"\d{1,2}[/.-]\d{1,2})"
+)
 _ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真)*"
 _ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still )*"
 _EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though)\b|\s*[^\x00-\x7f]))"
@@ -254,6 +264,14 @@ RULES: tuple[Rule, ...] = (
         _keyed("user.family.", _RELATION_CN),
     ),
     _r(
+        rf"我(?:的)?(?P<k>{_REL_CN})的生日(?:是|在)?\s*(?P<v>{_DATE_CN})",
+        _keyed("user.family.", _RELATION_CN, ".birthday"),
+    ),
+    _r(
+        rf"\bmy (?P<k>{_REL_EN})'s birthday(?:'s| is)\s+(?:on\s+)?(?P<v>{_DATE_EN})",
+        _keyed("user.family.", _RELATION_EN, ".birthday"),
+    ),
+    _r(
         rf"\bmy (?P<k>{_REL_EN})(?:'s name is|'s called| is called| is named|'s named| named)\s+"
         + NAME,
         _keyed("user.family.", _RELATION_EN),
@@ -268,6 +286,11 @@ RULES: tuple[Rule, ...] = (
     _r(
         r"\bi work as (?:a|an) (?P<v>[a-z][a-z ]{1,30}?)(?=\s+(?:at|in|for|and|but|now)\b|\s*[,.!;~\x00]|$)",
         _one("user.job"),
+    ),
+    _r(
+        rf"(?:我|^|[,\x00]\s*)(?:现在|目前|最近)?(?:还|也)?在(?P<v>一(?:家|个|所)[{_CJK}A-Za-z0-9]{{1,14}}?(?:公司|工作室|工厂|医院|学校|银行|餐厅|酒店|店|机构|事务所))",
+        _one("user.workplace"),
+        first_person=False,
     ),
     _r(
         rf"(?:我|^|[,\x00]\s*)(?:现在|目前|最近)?(?:还|也)?在(?P<v>[{_CJK}A-Za-z0-9]{{1,12}}?)(?:上班|工作|打工|实习|当|做|上(?:{_SHIFTS_CN}))",
@@ -295,6 +318,14 @@ RULES: tuple[Rule, ...] = (
         _one("user.workplace"),
     ),
     _r(
+        r"\b(?:i'm|i am|im) (?:now )?(?:a|an|the) (?!(?:\w+ )?(?:student|pupil|freshman|sophomore)\b)[a-z][\w -]{1,30}? (?:at|for) (?:a |an |the )?(?:[\w-]+ ){0,3}?(?:called|named) (?P<v>(?-i:[A-Z][\w'&.-]*(?: [A-Z][\w'&.-]*){0,3}))",
+        _one("user.workplace"),
+    ),
+    _r(
+        r"\b(?:i'm|i am|im) (?:now )?(?:a|an|the) (?!(?:\w+ )?(?:student|pupil|freshman|sophomore)\b)[a-z][\w -]{1,30}? (?:at|for) (?P<v>(?-i:[A-Z][\w'&.-]*(?: [A-Z][\w'&.-]*){0,3}))",
+        _one("user.workplace"),
+    ),
+    _r(
         r"\b(?:got|started) a new job at (?P<v>(?:the )?[A-Za-z][\w'&.-]*(?: [A-Za-z][\w'&.-]*){0,2}?)"
         + _EN_END,
         _one("user.workplace"),
@@ -315,7 +346,7 @@ RULES: tuple[Rule, ...] = (
         _one("user.home_city"),
     ),
     _r(
-        r"(?:我|我们|我家)(?:已经|刚|上个月|去年|前段时间|最近)?(?:搬到了?|搬去了?|搬家到|搬回了?|移居到?)\s*"
+        r"(?:我|我们|我家|^|[,\x00]\s*)(?:已经|刚|上个月|去年|前段时间|最近|终于)?(?:搬到了?|搬去了?|搬家到|搬回了?|移居到?)\s*"
         + CN_RUN,
         _one("user.home_city"),
         change=True,
@@ -334,6 +365,15 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(r"\b(?:i'm|i am|im) (?:originally )?from " + EN_WORDS + _EN_END, _one("user.hometown")),
     _r(r"\bmy hometown is " + EN_WORDS + _EN_END, _one("user.hometown")),
+    _r(
+        rf"(?:去|在)(?P<v>[{_CJK}]{{0,8}}?(?:健身房|游泳馆|游泳池|攀岩馆|瑜伽馆|羽毛球馆|球馆|拳馆|舞蹈室|跆拳道馆))",
+        _one("user.gym"),
+        first_person=False,
+    ),
+    _r(
+        r"\b(?<!don't )(?<!dont )(?<!not )(?<!never )(?<!stopped )(?:switched to|go to|going to|started going to|joined|signed up (?:at|for)) (?:a |an |the )?(?P<v>[a-z][\w -]{0,25}?(?:gym|pool|studio|club|dojo|rink|court))\b",
+        _one("user.gym"),
+    ),
     # --- likes, dislikes, allergies, favourites -----------------------------------------------
     _r(
         rf"我{_ADV_CN}(?:最)?喜欢的(?P<k>[{_CJK}]{{1,6}}?)(?:是|就是)\s*" + CN_RUN,

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from nekoflow.memory.concepts import concept_terms
+
 __all__ = [
     "CorpusStats",
     "bm25",
@@ -72,8 +74,16 @@ def scope_token(role_id: int, scope_id: str) -> str:
 
 
 def index_text(role_id: int, scope_id: str, title: str, content: str) -> str:
-    """The stored ``terms`` of a memory: its scope token, then the terms of title and content."""
-    return " ".join([scope_token(role_id, scope_id), *terms(title), *terms(content)])
+    """The stored ``terms`` of a memory: its scope token, then the terms of title and content,
+    then the concepts they name (:func:`nekoflow.memory.concepts.concept_terms`)."""
+    return " ".join(
+        [
+            scope_token(role_id, scope_id),
+            *terms(title),
+            *terms(content),
+            *concept_terms(f"{title}\n{content}"),
+        ]
+    )
 
 
 def doc_terms(stored: str | None) -> list[str]:
@@ -85,12 +95,13 @@ def doc_terms(stored: str | None) -> list[str]:
 
 
 def query_terms(message: str, context: Iterable[str] = (), context_weight: float = 0.5) -> dict:
-    """Query term weights: the message's terms 1.0 each, recent context's ``context_weight``."""
+    """Query term weights: the message's terms (and the concepts it names) 1.0 each, recent
+    context's ``context_weight``."""
     weights: dict[str, float] = {}
     for text in context:
-        for t in set(terms(text)):
+        for t in {*terms(text), *concept_terms(text)}:
             weights[t] = max(weights.get(t, 0.0), context_weight)
-    for t in set(terms(message)):
+    for t in {*terms(message), *concept_terms(message)}:
         weights[t] = 1.0
     return weights
 

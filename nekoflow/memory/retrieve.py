@@ -8,7 +8,7 @@ pure :func:`nekoflow.memory.scoring.rank` and kept while they fit the token budg
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,14 +16,24 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from nekoflow.memory.embeddings import unpack
-from nekoflow.memory.lexical import CorpusStats, bm25_scorer, doc_terms, query_terms
-from nekoflow.memory.rounds import RoundRow, round_candidates, round_stats
-from nekoflow.memory.scoring import Candidate, Scored, memory_line, rank, select_within_budget
-from nekoflow.memory.search import MATCH_BUDGET, candidate_rows, corpus_stats
+from nekoflow.memory.fact_memory import read_fact
+from nekoflow.memory.fact_updates import notes_for_each, stated_facts
+from nekoflow.memory.lexical import CorpusStats, query_terms, scope_token
+from nekoflow.memory.round_rank import CONTEXT_WEIGHT, ranked_rounds, rounds_within
+from nekoflow.memory.rounds import RoundRow
+from nekoflow.memory.scoring import (
+    Candidate,
+    Scored,
+    memory_line,
+    prompt_line,
+    rank,
+    select_within_budget,
+)
+from nekoflow.memory.search import candidate_rows, corpus_stats, corpus_stats_keys
 from nekoflow.memory.settings import MemorySettings
 from nekoflow.memory.store import RETRIEVED
-from nekoflow.memory.timeq import TimeRange, parse_time
-from nekoflow.memory.window import memory_block, round_line
+from nekoflow.memory.window import memory_block
+from nekoflow.storage.memory import round_stats_key
 from nekoflow.storage.turns import MemoryRecord
 from nekoflow.tokens import estimate_tokens
 
@@ -72,11 +82,6 @@ _COLUMNS: tuple[Any, ...] = (
 
 
 _TABLE: Any = MemoryRecord.__table__
-#: Weight of a term of the recent user lines (the message's own terms weigh 1).
-CONTEXT_WEIGHT = 0.3
-#: A past round's user words and reply in the prompt are cut to these many characters.
-ROUND_USER_CHARS = 160
-ROUND_REPLY_CHARS = 60
 #: How many of the newest summaries a prompt considers.
 SUMMARY_SCAN = 64
 
@@ -112,11 +117,14 @@ def _gather(
     settings: MemorySettings,
     model: str | None,
     summaries: int = 0,
+    stats: CorpusStats | None = None,
+    query_vector: Sequence[float] | None = None,
 ) -> tuple[list[Any], dict[str, float], CorpusStats]:
-    """The candidate rows (and the ``summaries`` newest summaries) in one statement, with the
-    query's term weights and the scope's BM25 statistics (two round trips in all)."""
+    """The candidate rows (and the ``summaries`` newest summaries), with the query's term
+    weights and the scope's BM25 statistics (read unless given)."""
     query = query_terms(message, context, CONTEXT_WEIGHT)
-    stats = corpus_stats(s, role_id, scope_id, query)
+    if stats is None:
+        stats = corpus_stats(s, role_id, scope_id, query)
     columns = [_TABLE.c[c.key] for c in _COLUMNS]
     if model is not None:
         columns += [_TABLE.c.embedding, _TABLE.c.embedding_model]
@@ -134,6 +142,8 @@ def _gather(
         semantic=settings.semantic_scan,
         model=model,
         summaries=summaries,
+        query_vector=query_vector,
+        semantic_budget=settings.semantic_budget,
     )
     return rows, query, stats
 
@@ -173,6 +183,7 @@ def _retrieve(
     embeddings_model: str | None,
     exclude: Sequence[int] = (),
     summary_budget: int = 0,
+    stats: CorpusStats | None = None,
 ) -> tuple[list[tuple[int, str]], list[Scored]]:
     """The newest summaries that fit ``summary_budget`` tokens (oldest first) and the other
     candidates, ranked — read together in one statement."""
@@ -188,6 +199,8 @@ def _retrieve(
         settings=settings,
         model=model,
         summaries=scan,
+        stats=stats,
+        query_vector=query_vector,
     )
     newest = [(r.id, r.content) for r in rows if r.kind == "summary"] if scan else []
     past = _newest_within(newest, summary_budget)
@@ -239,82 +252,52 @@ def _newest_within(summary_rows: Sequence[tuple[int, str]], budget: int) -> list
     return chosen
 
 
-def _without(message: str, when: TimeRange | None) -> str:
-    """The message without its time expression (its words are not what is looked for)."""
-    if when is None:
-        return message
-    a, b = when.span
-    return f"{message[:a]} {message[b:]}"
-
-
-def ranked_rounds(
+def _with_notes(
     s: Session,
-    *,
     role_id: int,
     scope_id: str,
-    message: str,
-    context: Sequence[str],
+    rounds: list[tuple[RoundRow, str]],
+    chosen: list[Scored],
     now: datetime,
-    settings: MemorySettings,
-    below_line: int | None = None,
-) -> list[RoundRow]:
-    """The scope's past rounds for this message, best first: the full-text engine's candidates
-    over all of the scope's rounds, re-scored by BM25 with the message's terms at full weight
-    and recent user lines' at :data:`CONTEXT_WEIGHT`; rounds in a time the message names come
-    first; ties go to the newest. Rounds relevant by nothing are left out."""
-    if settings.round_candidates <= 0:
-        return []
-    when = parse_time(message, now)
-    query = query_terms(_without(message, when), context, CONTEXT_WEIGHT)
-    stats = round_stats(s, role_id, scope_id, query)
-    rows = round_candidates(
-        s,
-        role_id,
-        scope_id,
-        query,
-        stats,
-        limit=settings.round_candidates,
-        budget=MATCH_BUDGET,
-        below_line=below_line,
-        when=when,
-    )
-    own = {t: w for t, w in query.items() if w >= 1.0}
-    scorer = bm25_scorer(own or query, stats)
-    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
-    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
-    top = max((c for _, c, _ in raw), default=0.0) or 1.0
-    scored = []
-    for score, extra, r in raw:
-        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
-        score *= 1.0 + 0.02 * extra / top
-        if when is not None and when.contains(r.created_at):
-            score += 100.0
-        if score > 0:
-            scored.append((score, r))
-    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), -p[1].id))
-    return [r for _, r in scored]
+) -> tuple[list[tuple[RoundRow, str]], list[Scored]]:
+    """The shown rounds and memories, each stating a fact whose value has changed since with a
+    dated note of the current value beside it (an old value never reaches the prompt alone);
+    one query for all. Fact memories of a slot carry their history already, summaries their
+    notes from the summary task."""
+    plain = [
+        m.candidate.kind != "summary" and read_fact(m.candidate.title, m.candidate.content) is None
+        for m in chosen
+    ]
+    groups = [stated_facts(r.user_text) for r, _ in rounds]
+    groups += [
+        stated_facts(m.candidate.content) if p else () for m, p in zip(chosen, plain, strict=True)
+    ]
+    if not any(groups):
+        return rounds, chosen
+    notes = notes_for_each(s, role_id, scope_id, groups, now)
+    shown = [
+        (r, f"{line} {n}" if n else line)
+        for (r, line), n in zip(rounds, notes[: len(rounds)], strict=True)
+    ]
+    kept = [
+        replace(m, candidate=replace(m.candidate, content=f"{m.candidate.content} {n}")) if n else m
+        for m, n in zip(chosen, notes[len(rounds) :], strict=True)
+    ]
+    return shown, kept
 
 
-def _round_text(r: RoundRow) -> str:
-    user = r.user_text.replace("\n", " ")[:ROUND_USER_CHARS]
-    reply = r.reply_text.replace("\n", " ")[:ROUND_REPLY_CHARS]
-    return round_line(r.created_at.date().isoformat(), user, reply)
-
-
-def rounds_within(rounds: Sequence[RoundRow], budget: int) -> list[tuple[RoundRow, str]]:
-    """The best rounds whose prompt lines fit ``budget`` tokens, in rank order."""
-    chosen: list[tuple[RoundRow, str]] = []
-    used = 0
-    for r in rounds:
-        if budget - used < 8:
-            break
-        line = _round_text(r)
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget:
-            continue
-        chosen.append((r, line))
-        used += cost
-    return chosen
+def _within(
+    rounds: list[tuple[RoundRow, str]], chosen: list[Scored], budget: int
+) -> tuple[list[tuple[RoundRow, str]], list[Scored]]:
+    """The rounds and memories (notes included) cut to ``budget`` tokens together: the
+    lowest-ranked memory, then round, goes first."""
+    costs = [estimate_tokens(line) + 1 for _, line in rounds]
+    mems = [estimate_tokens(prompt_line(m.candidate)) + 1 for m in chosen]
+    while chosen and sum(costs) + sum(mems) > budget:
+        chosen, mems = chosen[:-1], mems[:-1]
+    while rounds and sum(costs) > budget:
+        rounds, costs = rounds[:-1], costs[:-1]
+    return rounds, chosen
 
 
 def prompt_memories(
@@ -333,6 +316,10 @@ def prompt_memories(
     """Summaries of the distant past + the retrieved memories + the relevant past rounds (not
     those from line ``below_line`` on: the recent window shows them), within token budgets:
     rounds take at most ``round_share`` of ``prompt_tokens``, memories the rest."""
+    # The BM25 statistics of the scope's memories and of its rounds, in one query (the rounds'
+    # query terms are among the message's).
+    keys = [scope_token(role_id, scope_id), round_stats_key(scope_token(role_id, scope_id))]
+    both = corpus_stats_keys(s, keys, query_terms(message, context, CONTEXT_WEIGHT))
     past, ranked = _retrieve(
         s,
         role_id=role_id,
@@ -344,6 +331,7 @@ def prompt_memories(
         query_vector=query_vector,
         embeddings_model=embeddings_model,
         summary_budget=settings.summary_tokens,
+        stats=both[keys[0]],
     )
     rounds = rounds_within(
         ranked_rounds(
@@ -355,11 +343,14 @@ def prompt_memories(
             now=now,
             settings=settings,
             below_line=below_line,
+            stats=both[keys[1]],
         ),
         int(settings.prompt_tokens * settings.round_share),
     )
     spent = sum(estimate_tokens(line) + 1 for _, line in rounds)
     chosen = select_within_budget(ranked, settings.prompt_tokens - spent, estimate_tokens)
+    rounds, chosen = _with_notes(s, role_id, scope_id, rounds, chosen, now)
+    rounds, chosen = _within(rounds, chosen, settings.prompt_tokens)
     block = memory_block([(str(i), text) for i, text in past], chosen, [line for _, line in rounds])
     used = [PromptMemory(id=i, kind="summary") for i, _ in past] + [
         PromptMemory(

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, insert, text, update
 from sqlmodel import Session
 
-from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token
+from nekoflow.memory.fulltext import best_binds, best_sql
+from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token, terms
 from nekoflow.memory.search import corpus_stats_key, select_terms
 from nekoflow.memory.timeq import TimeRange
 from nekoflow.storage.dialogue import UTCDateTime
@@ -149,26 +150,36 @@ def hide_rounds(s: Session, role_id: int, scope_id: str, turn_ids: Sequence[str]
     return int(result.rowcount or 0)
 
 
+_WHERE = "m.role_id = :r AND m.scope_id = :s AND m.hidden = 0 AND m.line_id < :below"
+_DATED = " AND m.created_at >= :t0 AND m.created_at < :t1"
+_COLS = "m.id, m.line_id, m.turn_id, m.created_at, m.user_text, m.reply_text, m.terms"
+
+
 @cache
-def _match_sql(dialect: str, dated: bool) -> Any:
-    """The full-text candidates statement: the scope's visible rounds matching ``:q`` (optionally
-    within ``[:t0, :t1)``) ranked by the engine's own relevance, best first."""
-    cols = "m.id, m.line_id, m.turn_id, m.created_at, m.user_text, m.reply_text, m.terms"
-    where = "m.role_id = :r AND m.scope_id = :s AND m.hidden = 0 AND m.line_id < :below"
-    if dated:
-        where += " AND m.created_at >= :t0 AND m.created_at < :t1"
-    if dialect == "sqlite":
-        sql = (
-            f"SELECT {cols} FROM round_fts JOIN memory_round m ON m.id = round_fts.rowid "
-            f"WHERE round_fts MATCH :q AND {where} ORDER BY bm25(round_fts), m.id DESC LIMIT :n"
-        )
-    else:
-        sql = (
-            f"SELECT {cols} FROM memory_round m, to_tsquery('simple', :q) q "
-            f"WHERE m.terms_tsv @@ q AND {where} "
-            "ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC LIMIT :n"
-        )
-    return _statement(sql)
+def _best_rounds_sql(dialect: str, n: int, dated: bool) -> Any:
+    """The rounds :func:`nekoflow.memory.fulltext.best_sql` picks, read in the same statement."""
+    best = best_sql(dialect, "round", n, _WHERE + (_DATED if dated else ""))
+    return _statement(f"SELECT {_COLS} FROM memory_round m WHERE m.id IN ({best})")
+
+
+def _matched(
+    s: Session,
+    scope: str,
+    chosen: Sequence[str],
+    stats: CorpusStats,
+    weights: Mapping[str, float],
+    params: dict[str, Any],
+    *,
+    dated: bool,
+) -> list[RoundRow]:
+    """The scope's visible rounds best holding the ``chosen`` terms (optionally within
+    ``[:t0, :t1)``), in one statement: :mod:`nekoflow.memory.fulltext`'s bounded candidates
+    (in no order: the caller ranks them)."""
+    if not chosen or params["n"] <= 0:
+        return []
+    dialect = dialect_name(s)
+    binds = params | best_binds(dialect, scope, chosen, stats, weights, params["n"])
+    return [RoundRow._make(r) for r in _best_rounds_sql(dialect, len(chosen), dated).rows(s, binds)]
 
 
 @cache
@@ -194,12 +205,6 @@ def _statement(sql: str) -> FastStatement:
     return FastStatement(stmt.columns(*cols))
 
 
-def _match_expr(dialect: str, scope: str, chosen: Sequence[str]) -> str:
-    if dialect == "sqlite":
-        return f'"{scope}" AND (' + " OR ".join(f'"{w}"' for w in chosen) + ")"
-    return f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
-
-
 def round_candidates(
     s: Session,
     role_id: int,
@@ -211,30 +216,36 @@ def round_candidates(
     budget: int,
     below_line: int | None = None,
     when: TimeRange | None = None,
+    refers_back: timedelta | None = None,
 ) -> list[RoundRow]:
     """The scope's rounds best matching ``query`` by the engine's relevance over ALL its rounds
     (the terms chosen by :func:`nekoflow.memory.search.select_terms` within ``budget`` matches),
     only rounds before line ``below_line``; with ``when``, the rounds in that range first (those
-    matching, else the newest of the range), then the best matches of any date."""
-    dialect = dialect_name(s)
+    matching, else the newest of the range), and with ``refers_back`` the rounds said up to that
+    long after the range holding its time words (the caller checks what they refer to), then
+    the best matches of any date."""
     params: dict[str, Any] = {
         "r": role_id,
         "s": scope_id,
         "n": limit,
         "below": below_line if below_line is not None else 2**31 - 1,
     }
+    scope = scope_token(role_id, scope_id)
     chosen = select_terms(query, stats, budget)
     out: dict[int, RoundRow] = {}
     if when is not None:
         params |= {"t0": when.start, "t1": when.end}
         if chosen:
-            q = _match_expr(dialect, scope_token(role_id, scope_id), chosen)
-            rows = _match_sql(dialect, True).rows(s, params | {"q": q})
-            out.update((r[0], RoundRow._make(r)) for r in rows)
+            rows = _matched(s, scope, chosen, stats, query, params, dated=True)
+            out.update((r.id, r) for r in rows)
         if not out:
             out.update((r[0], RoundRow._make(r)) for r in _dated_sql().rows(s, params))
+        said = [t for t in terms(when.words) if len(t) > 1] if refers_back else []
+        if said:
+            later = params | {"t0": when.end, "t1": when.end + refers_back}
+            for r in _matched(s, scope, said, stats, {}, later, dated=True):
+                out.setdefault(r.id, r)
     if chosen:
-        q = _match_expr(dialect, scope_token(role_id, scope_id), chosen)
-        for r in _match_sql(dialect, False).rows(s, params | {"q": q}):
-            out.setdefault(r[0], RoundRow._make(r))
+        for r in _matched(s, scope, chosen, stats, query, params, dated=False):
+            out.setdefault(r.id, r)
     return list(out.values())

@@ -1,8 +1,9 @@
 """Full-text search over a scope's memories: BM25 statistics and candidate queries.
 
-The candidates of a turn (:func:`candidate_rows`) come in ONE statement: the live memories
-holding the message's rarest terms (SQLite FTS5 / PostgreSQL ``tsvector``), plus the most
-important and the most recently used; :func:`corpus_stats` reads the exact per-scope term
+The candidates of a turn (:func:`candidate_rows`) come in two statements: the live memories
+holding the message's rarest terms (SQLite FTS5 / PostgreSQL ``tsvector``, bounded: see
+:mod:`nekoflow.memory.fulltext`), then those best, the most important and the most recently
+used; :func:`corpus_stats` reads the exact per-scope term
 statistics BM25 needs. Every function reads in the caller's session.
 """
 
@@ -18,12 +19,21 @@ from sqlalchemy import ARRAY, any_, bindparam, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
+from nekoflow.memory.fulltext import best_binds, best_ids, best_sql, id_list, id_list_sql
 from nekoflow.memory.lexical import CorpusStats, scope_token
+from nekoflow.memory.semantic import nearest_ids
 from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 from nekoflow.storage.memory import DOCS, LENGTH, MemoryTermStat
 
-__all__ = ["candidate_rows", "corpus_stats", "corpus_stats_key", "lexical_ids", "select_terms"]
+__all__ = [
+    "candidate_rows",
+    "corpus_stats",
+    "corpus_stats_key",
+    "corpus_stats_keys",
+    "lexical_ids",
+    "select_terms",
+]
 
 
 _STATS: Any = MemoryTermStat.__table__  # type: ignore[attr-defined]
@@ -33,6 +43,16 @@ _STATS_QUERY = sa_select(_STATS.c.term, _STATS.c.df).where(
 _STATS_QUERY_PG = FastStatement(
     sa_select(_STATS.c.term, _STATS.c.df).where(
         _STATS.c.scope_key == bindparam("key"),
+        _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
+    )
+)
+_STATS_MANY = sa_select(_STATS.c.scope_key, _STATS.c.term, _STATS.c.df).where(
+    _STATS.c.scope_key.in_(bindparam("keys", expanding=True)),
+    _STATS.c.term.in_(bindparam("terms", expanding=True)),
+)
+_STATS_MANY_PG = FastStatement(
+    sa_select(_STATS.c.scope_key, _STATS.c.term, _STATS.c.df).where(
+        _STATS.c.scope_key == any_(bindparam("keys", type_=ARRAY(_STATS.c.scope_key.type))),
         _STATS.c.term == any_(bindparam("terms", type_=ARRAY(_STATS.c.term.type))),
     )
 )
@@ -47,13 +67,39 @@ def corpus_stats(s: Session, role_id: int, scope_id: str, words: Iterable[str]) 
 
 def corpus_stats_key(s: Session, key: str, words: Iterable[str]) -> CorpusStats:
     """BM25 statistics kept under ``key`` (a scope's memories or its rounds) for these terms."""
+    return corpus_stats_keys(s, [key], words)[key]
+
+
+def corpus_stats_keys(
+    s: Session, keys: Sequence[str], words: Iterable[str]
+) -> dict[str, CorpusStats]:
+    """:func:`corpus_stats_key` of several keys (a scope's memories and its rounds) in one
+    indexed query."""
     wanted = sorted({w[:64] for w in words} | {DOCS, LENGTH})
-    params = {"key": key, "terms": wanted}
-    if dialect_name(s) == "postgresql":
-        rows: Any = _STATS_QUERY_PG.rows(s, params)
-    else:  # an expanding IN: SQLAlchemy's execute
-        rows = s.connection().execute(_STATS_QUERY, params).all()
-    df = {t: n for t, n in rows}
+    pg = dialect_name(s) == "postgresql"
+    found: dict[str, dict[str, int]] = {k: {} for k in keys}
+    if len(keys) == 1:
+        params: dict[str, Any] = {"key": keys[0], "terms": wanted}
+        one: Any = (
+            _STATS_QUERY_PG.rows(s, params)
+            if pg
+            else s.connection().execute(_STATS_QUERY, params).all()  # an expanding IN
+        )
+        found[keys[0]] = {t: n for t, n in one}
+    else:
+        params = {"keys": list(keys), "terms": wanted}
+        many: Any = (
+            _STATS_MANY_PG.rows(s, params)
+            if pg
+            else s.connection().execute(_STATS_MANY, params).all()
+        )
+        for key, term, n in many:
+            found[key][term] = n
+    return {k: _stats(df) for k, df in found.items()}
+
+
+def _stats(df: dict[str, int]) -> CorpusStats:
+    """Statistics from the stored counts (documents and total length under reserved terms)."""
     docs = max(df.pop(DOCS, 0), 0)
     total = max(df.pop(LENGTH, 0), 0)
     return CorpusStats(docs=docs, avg_len=total / docs if docs else 1.0, df=df)
@@ -72,7 +118,8 @@ def select_terms(
 ) -> list[str]:
     """The query terms the full-text engine matches: the message's own terms (weight ≥ 1) rarest
     first while the match set they make stays within ``budget`` units (bounded by the sum of
-    their document frequencies and by the scope's size; the rarest always); only when none of
+    their document frequencies and by the scope's size; a term in more units than that is never
+    matched: it tells none of them apart, and the match set stays bounded); only when none of
     them is in the scope, at most :data:`CONTEXT_TERMS` context terms — context never pushes
     the message's words out (it re-ranks the candidates, lightly, in Python)."""
     weights = query if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
@@ -87,25 +134,28 @@ def select_terms(
     chosen: list[str] = []
     total = 0
     for df, w in own[:MAX_TERMS]:
-        if chosen and min(total + df, stats.docs) > budget:
-            break
+        if min(total + df, stats.docs) > budget:
+            break  # even the rarest: a word in that many units tells none of them apart
         chosen.append(w)
         total = min(total + df, max(stats.docs, df))
     if chosen:  # the engine cannot weigh terms: context terms would outrank the message's
         return chosen
     for df, w in extra[:CONTEXT_TERMS]:
-        if chosen and min(total + df, stats.docs) > budget:
+        if min(total + df, stats.docs) > budget:
             break
         chosen.append(w)
         total = min(total + df, stats.docs)
     return chosen
 
 
-def _rarest(words: Iterable[str], stats: CorpusStats, limit: int) -> tuple[list[str], int]:
-    """:func:`select_terms` (``limit`` unused: the engine ranks the whole match set) and the sum
-    of the chosen terms' document frequencies."""
-    chosen = select_terms(words, stats)
-    return chosen, sum(stats.df.get(w, 0) for w in chosen)
+def _hit_sql(kinds: Sequence[str]) -> str:
+    """:func:`_live_sql` for the full-text hits (alias ``m``), its expiry test written so that
+    PostgreSQL does not AND the scope's expiry index (half the scope) into the term lookups."""
+    k = ", ".join(f":k{i}" for i in range(len(kinds)))
+    return (
+        "m.role_id = :r AND m.scope_id = :s AND m.superseded_by IS NULL "
+        f"AND m.kind IN ({k}) AND coalesce(m.expires_at > :now, true)"
+    )
 
 
 def _live_sql(alias: str, kinds: Sequence[str]) -> str:
@@ -114,27 +164,6 @@ def _live_sql(alias: str, kinds: Sequence[str]) -> str:
         f"{alias}.role_id = :r AND {alias}.scope_id = :s AND {alias}.superseded_by IS NULL "
         f"AND {alias}.kind IN ({k}) AND ({alias}.expires_at IS NULL OR {alias}.expires_at > :now)"
     )
-
-
-def _fts_sql(
-    dialect: str, scope: str, chosen: list[str], total: int, limit: int, live: str
-) -> tuple[str, str]:
-    """The full-text id query (alias ``m``) and its match expression: the ``limit`` best by the
-    engine's own relevance (FTS5 ``bm25``, PostgreSQL ``ts_rank``) over the whole match set."""
-    if dialect == "sqlite":
-        q = f'"{scope}" AND (' + " OR ".join(f'"{w}"' for w in chosen) + ")"
-        sql = (
-            "SELECT m.id FROM memory_fts JOIN memory_record m ON m.id = memory_fts.rowid "
-            f"WHERE memory_fts MATCH :q AND {live} ORDER BY bm25(memory_fts), m.id DESC LIMIT :n"
-        )
-        return sql, q
-    q = f"'{scope}' & (" + " | ".join(f"'{w}'" for w in chosen) + ")"
-    sql = (
-        "SELECT m.id FROM memory_record m, to_tsquery('simple', :q) q "
-        f"WHERE m.terms_tsv @@ q AND {live} ORDER BY ts_rank(m.terms_tsv, q, 1) DESC, m.id DESC "
-        "LIMIT :n"
-    )
-    return sql, q
 
 
 def _params(role_id: int, scope_id: str, now: datetime, kinds: Sequence[str]) -> dict[str, Any]:
@@ -151,23 +180,16 @@ def lexical_ids(
     limit: int,
     kinds: Sequence[str] = ("fact",),
 ) -> list[int]:
-    """Live memories containing the rarest of ``words``, from the database's full-text index.
-
-    Terms are taken rarest first while their document frequencies add up to at most ``limit``
-    (the rarest always), so the match set stays small however common the rest are; when even
-    the rarest term is in more than ``limit`` memories, the newest of them are taken (BM25 then
-    ranks the candidates in Python).
-    """
-    chosen, total = _rarest(words, stats, limit)
+    """The ``limit`` live memories best holding the rarest of ``words`` (rarest first while
+    the match set stays within :data:`MATCH_BUDGET`), from the database's full-text index."""
+    weights = dict.fromkeys(words, 1.0)
+    chosen = select_terms(weights, stats)
     if not chosen:
         return []
-    dialect = s.get_bind().dialect.name
-    sql, q = _fts_sql(
-        dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
-    )
-    params = _params(role_id, scope_id, now, kinds) | {"q": q, "n": limit}
-    stmt = text(sql).bindparams(bindparam("now", type_=UTCDateTime()))
-    return [row[0] for row in s.execute(stmt, params)]
+    scope = scope_token(role_id, scope_id)
+    params = _params(role_id, scope_id, now, kinds)
+    where = _hit_sql(kinds)
+    return best_ids(s, "memory", scope, chosen, stats, weights, where, params, limit)
 
 
 def candidate_rows(
@@ -185,20 +207,25 @@ def candidate_rows(
     semantic: int = 0,
     model: str | None = None,
     summaries: int = 0,
+    query_vector: Sequence[float] | None = None,
+    semantic_budget: int = 0,
 ) -> list[Any]:
-    """In ONE statement: ``columns`` of the live memories holding the rarest of ``words``
-    (:func:`lexical_ids`), plus the ``pool`` most important and ``pool`` most recently used,
-    plus (with ``model``) the ``semantic`` newest with a vector from that embeddings model,
-    plus the ``summaries`` newest current summaries of the scope."""
+    """In one statement: ``columns`` of the live memories best holding the rarest of ``words``
+    (:func:`nekoflow.memory.fulltext.best_sql`), plus the ``pool`` most important and ``pool``
+    most recently used, plus (with ``model`` and ``query_vector``) the ``limit`` nearest to
+    the query's vector among the scope's newest ``semantic`` embedded by that model within
+    ``semantic_budget`` multiplications (:mod:`nekoflow.memory.semantic`), plus the
+    ``summaries`` newest current summaries."""
     dialect = s.get_bind().dialect.name
-    params = _params(role_id, scope_id, now, kinds) | {"n": limit, "p": pool}
+    params = _params(role_id, scope_id, now, kinds) | {"p": pool}
     parts: list[str] = []
-    chosen, total = _rarest(words, stats, limit)
+    weights = words if isinstance(words, Mapping) else dict.fromkeys(words, 1.0)
+    chosen = select_terms(weights, stats)
     if chosen:
-        sql, params["q"] = _fts_sql(
-            dialect, scope_token(role_id, scope_id), chosen, total, limit, _live_sql("m", kinds)
-        )
-        parts.append(sql)
+        # The full-text candidates as a subquery of the one statement (a round trip less).
+        scope = scope_token(role_id, scope_id)
+        params |= best_binds(dialect, scope, chosen, stats, weights, limit)
+        parts.append(best_sql(dialect, "memory", len(chosen), _hit_sql(kinds)))
     if pool:
         parts.append(
             f"SELECT i.id FROM memory_record i WHERE {_live_sql('i', kinds)} "
@@ -208,12 +235,19 @@ def candidate_rows(
             f"SELECT u.id FROM memory_record u WHERE {_live_sql('u', kinds)} "
             "AND u.last_accessed_at IS NOT NULL ORDER BY u.last_accessed_at DESC LIMIT :p"
         )
-    if semantic and model:
-        params |= {"v": semantic, "em": model}
-        parts.append(
-            f"SELECT v.id FROM memory_record v WHERE {_live_sql('v', kinds)} "
-            "AND v.embedding_model = :em ORDER BY v.id DESC LIMIT :v"
+    if semantic and model and query_vector:
+        near = nearest_ids(
+            s,
+            query_vector,
+            model,
+            _hit_sql(kinds),
+            _params(role_id, scope_id, now, kinds),
+            limit=limit,
+            budget=semantic_budget,
+            cap=semantic,
         )
+        params["sv"] = id_list(dialect, near)
+        parts.append(id_list_sql(dialect, "sv"))
     if summaries:
         params["sm"] = summaries
         parts.append(

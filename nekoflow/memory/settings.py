@@ -61,9 +61,13 @@ class MemorySettings(BaseSettings):
     embeddings_dimensions: int | None = Field(default=None, ge=1)
     #: The query's vector is fetched within this many seconds, else the turn retrieves lexically.
     embeddings_query_timeout: float = Field(default=2.0, gt=0)
-    #: With a query vector, also score this many of the scope's newest embedded memories (so a
-    #: memory sharing no word with the message can still be found by meaning).
-    semantic_scan: int = Field(default=100, ge=0)
+    #: With a query vector, compare it with at most this many of the scope's newest embedded
+    #: memories (an exact scan: so a memory sharing no word with the message is still found by
+    #: meaning) and make the nearest candidates; 0: no vector candidates.
+    semantic_scan: int = Field(default=5000, ge=0)
+    #: The exact scan's budget per turn in multiplications (vectors × dimensions): about 2,000
+    #: vectors of 256 dimensions, 330 of 1,536 — a bounded cost whatever the scope's size.
+    semantic_budget: int = Field(default=500_000, ge=0)
     #: Share of relevance taken by embedding similarity when both sides have vectors.
     semantic_share: float = Field(default=0.5, ge=0, le=1)
 

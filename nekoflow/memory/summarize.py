@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nekoflow.memory.facts import Fact, extract_facts
+from nekoflow.memory.facts import Fact, extract_facts, is_question
 
 __all__ = ["SpanLine", "llm_messages", "next_span", "rule_summary", "span_facts"]
 
@@ -105,11 +105,15 @@ def rule_summary(lines: Sequence[SpanLine], budget_chars: int = 300) -> str:
     if facts:
         parts.append("事实:" + ";".join(dict.fromkeys(facts)))
     for label, pattern in _KINDS:
+        # Likes and choices are the user's, stated: not the character's ("haha, love that"),
+        # not a question ("你喜欢下雨天还是晴天呀"). Promises count from both sides.
+        own = label == "约定"
         found = [
             f"{ln.speaker}:{_clip(m.group(), 60)}"
             for ln in lines
+            if own or ln.role != "assistant"
             for m in _SENTENCE.finditer(unicodedata.normalize("NFKC", ln.text))
-            if pattern.search(m.group())
+            if pattern.search(m.group()) and (own or not is_question(m.group()))
         ]
         if found:
             parts.append(f"{label}:" + ";".join(dict.fromkeys(found)))

@@ -17,6 +17,8 @@ class TimeRange:
     start: datetime
     end: datetime
     span: tuple[int, int]
+    #: The words that named it ("昨天", "last tuesday").
+    words: str = ""
 
     def contains(self, at: datetime) -> bool:
         """Whether ``at`` is in the range."""
@@ -137,7 +139,7 @@ def parse_time(message: str, now: datetime, tz: tzinfo | None = None) -> TimeRan
             continue
         rng = _range(kind, m, today, zone)
         if rng is not None:
-            return TimeRange(start=rng[0], end=rng[1], span=m.span())
+            return TimeRange(start=rng[0], end=rng[1], span=m.span(), words=m.group())
     return None
 
 

@@ -123,7 +123,7 @@ def test_the_scope_is_embedded_once_and_a_restated_memory_again(
 def test_a_memory_sharing_no_word_with_the_message_is_found_by_meaning(
     engine: Engine, role_id: int, server: EmbeddingsServer
 ) -> None:
-    _write(engine, role_id, ["用户养了一只猫,叫年糕"], START, imp=0.5)
+    _write(engine, role_id, ["用户在阳台上种了草莓"], START, imp=0.5)
     _write(
         engine,
         role_id,
@@ -134,7 +134,8 @@ def test_a_memory_sharing_no_word_with_the_message_is_found_by_meaning(
     emb = OpenAIEmbedder(server.base_url, "fake-embed")
     embed_scope(engine, emb, role_id, SCOPE)
     settings = MemorySettings(pool=3, semantic_scan=100)
-    message = "What is my kitten called?"  # English: no word in common with the memory
+    # English: no word (nor concept of nekoflow.memory.concepts) in common with the memory
+    message = "Do I grow any berries?"
     now = START + timedelta(days=10)
 
     def top(qv: list[float] | None) -> str:
@@ -152,10 +153,10 @@ def test_a_memory_sharing_no_word_with_the_message_is_found_by_meaning(
             )
         return got.block
 
-    assert "年糕" not in top(None)  # lexically unreachable
+    assert "草莓" not in top(None)  # lexically unreachable
     qv = query_vector(emb, message, timeout=5)
     assert qv is not None
-    assert "年糕" in top(qv).splitlines()[0]  # by meaning, first
+    assert "草莓" in top(qv).splitlines()[0]  # by meaning, first
 
 
 def test_a_failing_endpoint_names_the_status_never_the_text(server: EmbeddingsServer) -> None:
@@ -170,3 +171,41 @@ def test_a_failing_endpoint_names_the_status_never_the_text(server: EmbeddingsSe
     dead = OpenAIEmbedder("http://127.0.0.1:9/v1", "fake-embed", timeout=1)
     with pytest.raises(EmbeddingsError, match="unreachable"):
         dead.embed(["x"])
+
+
+def test_the_vector_scan_covers_the_whole_scope_not_the_newest_hundred(
+    engine: Engine, role_id: int, server: EmbeddingsServer
+) -> None:
+    from nekoflow.memory.store import add_indexed
+
+    def row(content: str, at: datetime) -> MemoryRecord:
+        return MemoryRecord(
+            role_id=role_id, scope_id=SCOPE, content=content, importance=0.5, ttl="permanent",
+            created_at=at, updated_at=at,
+        )  # fmt: skip
+
+    rows = [row("用户在阳台上种了草莓", START)]
+    rows += [
+        row(f"{FILLER[i % len(FILLER)]} (第{i}次)", START + timedelta(hours=i)) for i in range(300)
+    ]
+    with Session(engine) as s:
+        add_indexed(s, rows)  # 301 memories, none merged
+        s.commit()
+    emb = OpenAIEmbedder(server.base_url, "fake-embed")
+    embed_scope(engine, emb, role_id, SCOPE, batch=64, max_batches=100)
+    message = "Do I grow any berries?"
+    qv = query_vector(emb, message, timeout=5)
+    assert qv is not None
+    with Session(engine) as s:
+        got = prompt_memories(
+            s,
+            role_id=role_id,
+            scope_id=SCOPE,
+            message=message,
+            context=[],
+            now=START + timedelta(days=10),
+            settings=MemorySettings(pool=3),  # the default scan: the whole (small) scope
+            query_vector=qv,
+            embeddings_model="fake-embed",
+        )
+    assert "草莓" in got.block.splitlines()[0]  # 300 newer memories did not push it out

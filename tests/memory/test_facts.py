@@ -86,3 +86,32 @@ def test_likes_and_dislikes_of_one_thing_share_a_key() -> None:
 def test_odd_input_yields_nothing() -> None:
     for text in ("", "   ", "😀😀", "?" * 50, "我" * 5000, "\x00\x00"):
         assert isinstance(extract_facts(text), list)
+
+
+def test_new_kinds_are_read_without_a_subject_and_in_both_languages() -> None:
+    def pairs(text: str) -> list[tuple[str, str]]:
+        return [(f.slot, f.value) for f in extract_facts(text)]
+
+    # Chinese drops the subject: a move said without 我 is still the user's move.
+    assert pairs("上周末终于搬家了,搬到了西湖区文三路,房租贵了不少") == [
+        ("user.home_city", "西湖区文三路")
+    ]
+    assert ("user.workplace", "Paper Lantern") in pairs(
+        "I quit, now I'm a QA lead at a game studio called Paper Lantern"
+    )
+    assert pairs("我在一家做导航软件的公司当测试工程师") == [("user.workplace", "一家做导航软件")]
+    assert pairs("I don't go to the climbing gym anymore, switched to a swimming pool") == [
+        ("user.gym", "swimming pool")
+    ]
+    assert pairs("我妈的生日是腊月初八") == [("user.family.mother.birthday", "腊月初八")]
+    assert pairs("my mom's birthday is March 3rd") == [("user.family.mother.birthday", "March 3rd")]
+    assert pairs("今天是妈妈的生日,送了她一个小礼物") == []  # a day, not a date
+
+
+def test_a_family_birthday_label_reads_back_as_its_slot() -> None:
+    from nekoflow.memory.fact_labels import slot_label, slot_of_label
+
+    label = slot_label("user.family.mother.birthday")
+    assert label == "用户的妈妈的生日"
+    assert slot_of_label(label) == "user.family.mother.birthday"
+    assert slot_of_label(slot_label("user.pet.cat.name")) == "user.pet.cat.name"

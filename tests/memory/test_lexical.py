@@ -54,7 +54,10 @@ def test_scope_token_is_stable_and_distinct_per_scope() -> None:
 def test_index_text_leads_with_the_scope_token_and_doc_terms_drop_it() -> None:
     stored = index_text(1, "s", "生日", "五月三日")
     assert stored.split()[0] == scope_token(1, "s")
-    assert doc_terms(stored) == ["生", "日", "生日", "五", "月", "三", "日", "五月", "月三", "三日"]
+    assert doc_terms(stored) == [
+        *["生", "日", "生日", "五", "月", "三", "日", "五月", "月三", "三日"],
+        "zcbirthday",  # the concept the words name (nekoflow.memory.concepts)
+    ]
     assert doc_terms(None) == []
 
 

@@ -137,3 +137,18 @@ def test_model_summary_and_rule_fallback(engine: Engine, save_id: int) -> None:
     first, second = _summaries(engine)
     assert (first.mem_type, first.content) == ("summary:llm", "小明和钦灵约定樱花开了去京都。")
     assert second.mem_type == "summary:rule" and second.content
+
+
+def test_a_rule_summary_takes_likes_from_the_user_not_the_character() -> None:
+    from nekoflow.memory.summarize import SpanLine, rule_summary
+
+    lines = [
+        SpanLine(1, "小满", "今天好累", "user"),
+        SpanLine(2, "钦灵", "haha, love that", "assistant"),
+        SpanLine(3, "小满", "I hate waking up early", "user"),
+        SpanLine(4, "钦灵", "我答应你明天一起去看海", "assistant"),
+    ]
+    text = rule_summary(lines)
+    assert "love that" not in text  # the character's reply is no like of the user's
+    assert "小满:I hate waking up early" in text
+    assert "钦灵:我答应你明天一起去看海" in text  # a promise counts from either side

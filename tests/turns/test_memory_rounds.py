@@ -181,3 +181,22 @@ def test_forgetting_a_fact_hides_the_rounds_that_stated_it(deps: TurnDeps) -> No
         assert memory_id is not None
         forget_memory(s, memory_id)
     assert "4417" not in _ask(deps, "tell me my locker code again")
+
+
+def test_an_old_round_of_a_changed_fact_carries_the_current_value(deps: TurnDeps) -> None:
+    _ask(deps, "我现在住在杭州的滨江区,离江边走路十分钟")  # the review stores the fact
+    _ask(deps, "上周末终于搬家了,搬到了西湖区文三路")  # no 我: still the user's move
+    _said(deps, _filler(NOW - timedelta(minutes=30), 150, "ok {i}"), prefix="h")
+    system = _ask(deps, "滨江区离江边近吗")
+    old = [line for line in system.splitlines() if "用户: 我现在住在杭州的滨江区" in line]
+    assert old, system
+    assert "西湖区文三路" in old[0] and "更新" in old[0]  # never the old value alone
+
+
+def test_a_named_time_holding_no_round_is_searched_as_words(deps: TurnDeps) -> None:
+    old = NOW - timedelta(days=40)
+    plan = (old, "I'm planning to take the JLPT N2 in December, wish me luck", "加油")
+    exams = _filler(old + timedelta(days=1), 150, "weird dreams about exams again {i}")
+    _said(deps, [plan, *exams])
+    system = _ask(deps, "I'm taking which exam in December?")  # no round is dated December
+    assert "JLPT" in system
