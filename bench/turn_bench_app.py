@@ -92,6 +92,15 @@ def _connection() -> Iterator[Any]:
         _pool.put(conn)
 
 
+def close_pool() -> None:
+    """Close this process's pooled connections (before the benchmark drops its database)."""
+    while True:
+        try:
+            _pool.get_nowait().close()
+        except queue.Empty:
+            return
+
+
 def _store(turn_id: str, stage: str, last: bool) -> None:
     """A stage's least durable step: read the turn and its results, store one, commit."""
     from psycopg.types.json import Json

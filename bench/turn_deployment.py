@@ -549,6 +549,8 @@ def main() -> None:
             for name in args.layouts.split(","):
                 if "tasks.runtime" in sys.modules:  # the last layout's pooled connections
                     sys.modules["tasks.runtime"].get_deps().engine.dispose()
+                if "bench.turn_bench_app" in sys.modules:  # the stored chain's driver's too
+                    sys.modules["bench.turn_bench_app"].close_pool()
                 os.environ["NEKOFLOW_DATABASE_URL"] = reset_database()
                 import redis
 
