@@ -7,16 +7,12 @@ from typing import Annotated
 
 import typer
 
+from nekoflow.cli_errors import fail
+
 memory_app = typer.Typer(help="A character's long-term memories of a scope: list, show, forget.")
 
 Character = Annotated[str, typer.Option("--character", help="Character id or name.")]
 Scope = Annotated[str, typer.Option("--scope", help="Scope id (e.g. web:user:u1).")]
-
-
-def _fail(exc: Exception) -> None:
-    field = getattr(exc, "field", None)
-    typer.echo(f"error: {exc}" + (f" (field: {field})" if field else ""), err=True)
-    raise typer.Exit(2)
 
 
 @memory_app.command("list")
@@ -38,7 +34,7 @@ def list_command(
         try:
             rows = list_memories(s, character, scope, history=history, limit=limit)
         except InputError as exc:
-            _fail(exc)
+            fail(exc)
             return
     for m in rows:
         if as_json:
@@ -65,7 +61,7 @@ def show_command(memory_id: Annotated[int, typer.Argument(help="Memory id.")]) -
         try:
             m = get_memory(s, memory_id)
         except InputError as exc:
-            _fail(exc)
+            fail(exc)
             return
     typer.echo(json.dumps(m.model_dump(mode="json"), ensure_ascii=False, indent=2))
 
@@ -94,6 +90,6 @@ def forget_command(
                 )
             n = forget_memory(s, memory_id)
         except InputError as exc:
-            _fail(exc)
+            fail(exc)
             return
     typer.echo(f"forgot memory #{memory_id} ({n} row(s) deleted)")

@@ -7,15 +7,11 @@ from typing import Annotated
 
 import typer
 
+from nekoflow.cli_errors import fail
+
 proactive_app = typer.Typer(
     help="Proactive messages (follow-ups after silence, promised reminders): list, cancel."
 )
-
-
-def _fail(exc: Exception) -> None:
-    field = getattr(exc, "field", None)
-    typer.echo(f"error: {exc}" + (f" (field: {field})" if field else ""), err=True)
-    raise typer.Exit(2)
 
 
 @proactive_app.command("list")
@@ -36,7 +32,7 @@ def list_command(
     try:
         rows = list_schedules(get_engine(), scope=scope, state=state, limit=limit)
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
         return
     for row in rows:
         if as_json:
@@ -64,9 +60,9 @@ def cancel_command(
     try:
         row = cancel_schedule(get_engine(), schedule_id)
     except LookupError:
-        _fail(InputError(f"no proactive schedule {schedule_id}", field="schedule_id"))
+        fail(InputError(f"no proactive schedule {schedule_id}", field="schedule_id"))
         return
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
         return
     typer.echo(f"cancelled {row.id} ({row.kind} due {row.due_at:%Y-%m-%d %H:%M}Z)")
