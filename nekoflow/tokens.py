@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 __all__ = [
@@ -53,13 +54,18 @@ class HeuristicTokenizer:
 
     def count(self, text: str) -> int:
         """Estimated number of tokens of ``text``."""
-        if not text:
-            return 0
-        # Every non-space character is a token, except that a run of n > 1 ASCII letters or
-        # digits is ceil(n / 4): counted in C (split/join, findall), not per regex match.
-        chars = len(text) - sum(map(len, _SPACE_RE.findall(text)))
-        words = _WORD_RE.findall(text)
-        return chars - sum(map(len, words)) + sum((len(w) + 3) // 4 for w in words)
+        return _heuristic_count(text) if text else 0
+
+
+@lru_cache(maxsize=8192)
+def _heuristic_count(text: str) -> int:
+    """The built-in estimate of ``text``, remembered: every turn sizes its history window again,
+    the same few hundred lines of the conversation as the turn before."""
+    # Every non-space character is a token, except that a run of n > 1 ASCII letters or
+    # digits is ceil(n / 4): counted in C (split/join, findall), not per regex match.
+    chars = len(text) - sum(map(len, _SPACE_RE.findall(text)))
+    words = _WORD_RE.findall(text)
+    return chars - sum(map(len, words)) + sum((len(w) + 3) // 4 for w in words)
 
 
 _lock = threading.Lock()
