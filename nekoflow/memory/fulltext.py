@@ -26,7 +26,7 @@ from nekoflow.memory.lexical import CorpusStats
 from nekoflow.storage.dialogue import UTCDateTime
 from nekoflow.storage.fastsql import FastStatement, dialect_name
 
-__all__ = ["best_binds", "best_ids", "best_sql", "id_list", "id_list_sql"]
+__all__ = ["best_binds", "best_ids", "best_sql", "id_list", "id_list_sql", "shape"]
 
 _TABLES = {"memory": ("memory_record", "memory_fts"), "round": ("memory_round", "round_fts")}
 
@@ -45,10 +45,11 @@ _SIZE = {"sqlite": "length(CAST(m.terms AS BLOB))", "postgresql": "octet_length(
 
 @cache
 def best_sql(dialect: str, kind: str, n: int, where: str) -> str:
-    """SQL of the ``:limit`` units passing ``where`` (alias ``m``) with the highest sum of
-    ``:w<i>`` over the terms ``:q<i>`` (``i`` < ``n``) they hold; among equals the shortest
-    (the one the terms say most of, as BM25's length normalisation), then the newest. One
-    column, ``id``; usable as a subquery (binds: :func:`best_binds`)."""
+    """SQL of the ``:limit`` units passing ``where`` (alias ``m``) with the highest sum of the
+    weights over the terms they hold (SQLite: ``:w<i>``/``:q<i>``, ``i`` < ``n``; PostgreSQL:
+    the arrays ``:ws``/``:qs``, any ``n``); among equals the shortest (the one the terms say
+    most of, as BM25's length normalisation), then the newest. One column, ``id``; usable as a
+    subquery (binds: :func:`best_binds`)."""
     table, fts = _TABLES[kind]
     if dialect == "sqlite":
         hits = " UNION ALL ".join(
@@ -61,17 +62,22 @@ def best_sql(dialect: str, kind: str, n: int, where: str) -> str:
             f"SELECT x.id AS id FROM x CROSS JOIN {table} m ON m.id = x.id WHERE {where} "
             f"GROUP BY x.id ORDER BY sum(x.w) DESC, {_SIZE[dialect]}, x.id DESC LIMIT :limit"
         )
-    # Each term looked up on its own: with the scope token (in every unit of the scope) in the
-    # query, the planner prefers scanning the whole table.
-    hits = " UNION ALL ".join(
-        f"SELECT m.id, CAST(:w{i} AS DOUBLE PRECISION) AS w, {_SIZE[dialect]} AS n "
-        f"FROM {table} m WHERE m.terms_tsv @@ to_tsquery('simple', :q{i}) AND {where}"
-        for i in range(n)
-    )
+    # Each term looked up on its own (a lateral index lookup per element of the :qs array):
+    # with the scope token (in every unit of the scope) in the query, the planner prefers
+    # scanning the whole table. The terms and weights are arrays, so the statement's text is
+    # the same whatever their number: parsed and planned once per connection, not per turn.
     return (
-        f"SELECT x.id AS id FROM ({hits}) AS x GROUP BY x.id "
-        "ORDER BY sum(x.w) DESC, max(x.n), x.id DESC LIMIT :limit"
+        "SELECT x.id AS id FROM unnest(CAST(:qs AS TEXT[]), CAST(:ws AS DOUBLE PRECISION[])) "
+        f"AS t(q, w) CROSS JOIN LATERAL (SELECT m.id, {_SIZE[dialect]} AS n FROM {table} m "
+        f"WHERE m.terms_tsv @@ to_tsquery('simple', t.q) AND {where}) AS x GROUP BY x.id "
+        "ORDER BY sum(t.w) DESC, max(x.n), x.id DESC LIMIT :limit"
     )
+
+
+def shape(dialect: str, n: int) -> int:
+    """The ``n`` of :func:`best_sql` for ``n`` chosen terms: SQLite's text depends on it,
+    PostgreSQL's does not (0: one cached statement for all)."""
+    return n if dialect == "sqlite" else 0
 
 
 def best_binds(
@@ -84,10 +90,13 @@ def best_binds(
 ) -> dict[str, Any]:
     """The binds of :func:`best_sql` for these terms: each term's query and weight (idf × the
     query's weight), and the limit."""
+    queries = [_term_query(dialect, scope, t) for t in chosen]
+    ws = [stats.idf(t) * weights.get(t, 1.0) for t in chosen]
+    if dialect != "sqlite":  # arrays (:qs, :ws): one statement text for any number of terms
+        return {"limit": limit, "qs": queries, "ws": ws}
     binds: dict[str, Any] = {"limit": limit}
-    for i, t in enumerate(chosen):
-        binds[f"q{i}"] = _term_query(dialect, scope, t)
-        binds[f"w{i}"] = stats.idf(t) * weights.get(t, 1.0)
+    for i, (q, w) in enumerate(zip(queries, ws, strict=True)):
+        binds[f"q{i}"], binds[f"w{i}"] = q, w
     return binds
 
 
@@ -119,7 +128,7 @@ def best_ids(
     if not chosen or limit <= 0:
         return []
     dialect = dialect_name(s)
-    stmt = _best_statement(dialect, kind, len(chosen), where)
+    stmt = _best_statement(dialect, kind, shape(dialect, len(chosen)), where)
     binds = dict(params) | best_binds(dialect, scope, chosen, stats, weights, limit)
     return [int(r[0]) for r in stmt.rows(s, binds)]
 

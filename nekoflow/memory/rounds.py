@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, text, update
 from sqlmodel import Session
 
-from nekoflow.memory.fulltext import best_binds, best_sql
+from nekoflow.memory.fulltext import best_binds, best_sql, shape
 from nekoflow.memory.lexical import CorpusStats, doc_terms, index_text, scope_token, terms
 from nekoflow.memory.search import corpus_stats_key, select_terms
 from nekoflow.memory.timeq import TimeRange
@@ -179,7 +179,8 @@ def _matched(
         return []
     dialect = dialect_name(s)
     binds = params | best_binds(dialect, scope, chosen, stats, weights, params["n"])
-    return [RoundRow._make(r) for r in _best_rounds_sql(dialect, len(chosen), dated).rows(s, binds)]
+    stmt = _best_rounds_sql(dialect, shape(dialect, len(chosen)), dated)
+    return [RoundRow._make(r) for r in stmt.rows(s, binds)]
 
 
 @cache

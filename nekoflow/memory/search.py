@@ -19,7 +19,14 @@ from sqlalchemy import ARRAY, any_, bindparam, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
-from nekoflow.memory.fulltext import best_binds, best_ids, best_sql, id_list, id_list_sql
+from nekoflow.memory.fulltext import (
+    best_binds,
+    best_ids,
+    best_sql,
+    id_list,
+    id_list_sql,
+    shape,
+)
 from nekoflow.memory.lexical import CorpusStats, scope_token
 from nekoflow.memory.semantic import nearest_ids
 from nekoflow.storage.dialogue import UTCDateTime
@@ -225,7 +232,7 @@ def candidate_rows(
         # The full-text candidates as a subquery of the one statement (a round trip less).
         scope = scope_token(role_id, scope_id)
         params |= best_binds(dialect, scope, chosen, stats, weights, limit)
-        parts.append(best_sql(dialect, "memory", len(chosen), _hit_sql(kinds)))
+        parts.append(best_sql(dialect, "memory", shape(dialect, len(chosen)), _hit_sql(kinds)))
     if pool:
         parts.append(
             f"SELECT i.id FROM memory_record i WHERE {_live_sql('i', kinds)} "
