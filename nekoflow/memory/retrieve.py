@@ -119,10 +119,12 @@ def _gather(
     summaries: int = 0,
     stats: CorpusStats | None = None,
     query_vector: Sequence[float] | None = None,
+    query: dict[str, float] | None = None,
 ) -> tuple[list[Any], dict[str, float], CorpusStats]:
     """The candidate rows (and the ``summaries`` newest summaries), with the query's term
-    weights and the scope's BM25 statistics (read unless given)."""
-    query = query_terms(message, context, CONTEXT_WEIGHT)
+    weights (made unless given) and the scope's BM25 statistics (read unless given)."""
+    if query is None:
+        query = query_terms(message, context, CONTEXT_WEIGHT)
     if stats is None:
         stats = corpus_stats(s, role_id, scope_id, query)
     columns = [_TABLE.c[c.key] for c in _COLUMNS]
@@ -184,6 +186,7 @@ def _retrieve(
     exclude: Sequence[int] = (),
     summary_budget: int = 0,
     stats: CorpusStats | None = None,
+    query: dict[str, float] | None = None,
 ) -> tuple[list[tuple[int, str]], list[Scored]]:
     """The newest summaries that fit ``summary_budget`` tokens (oldest first) and the other
     candidates, ranked — read together in one statement."""
@@ -201,6 +204,7 @@ def _retrieve(
         summaries=scan,
         stats=stats,
         query_vector=query_vector,
+        query=query,
     )
     newest = [(r.id, r.content) for r in rows if r.kind == "summary"] if scan else []
     past = _newest_within(newest, summary_budget)
@@ -319,7 +323,8 @@ def prompt_memories(
     # The BM25 statistics of the scope's memories and of its rounds, in one query (the rounds'
     # query terms are among the message's).
     keys = [scope_token(role_id, scope_id), round_stats_key(scope_token(role_id, scope_id))]
-    both = corpus_stats_keys(s, keys, query_terms(message, context, CONTEXT_WEIGHT))
+    query = query_terms(message, context, CONTEXT_WEIGHT)
+    both = corpus_stats_keys(s, keys, query)
     past, ranked = _retrieve(
         s,
         role_id=role_id,
@@ -332,6 +337,7 @@ def prompt_memories(
         embeddings_model=embeddings_model,
         summary_budget=settings.summary_tokens,
         stats=both[keys[0]],
+        query=query,
     )
     rounds = rounds_within(
         ranked_rounds(
@@ -344,6 +350,7 @@ def prompt_memories(
             settings=settings,
             below_line=below_line,
             stats=both[keys[1]],
+            query=query,
         ),
         int(settings.prompt_tokens * settings.round_share),
     )

@@ -59,6 +59,7 @@ def ranked_rounds(
     settings: MemorySettings,
     below_line: int | None = None,
     stats: CorpusStats | None = None,
+    query: dict[str, float] | None = None,
 ) -> list[RoundRow]:
     """The scope's past rounds for this message, best first: the full-text engine's candidates
     over all of the scope's rounds, re-scored by BM25 with the message's terms at full weight
@@ -66,68 +67,52 @@ def ranked_rounds(
     first (said then, or said within :data:`REFERS_BACK` after it about it: "昨天…" told today);
     ties go to the newest. Rounds relevant by nothing are left out. When the named time holds no
     round (a plan "in December"), the time words are searched like any other. ``stats``: the
-    rounds' statistics for (at least) the message's terms, when already read."""
+    rounds' statistics for (at least) the message's terms, when already read; ``query``: the
+    message's :func:`query_terms` (with ``context``), when already made."""
     if settings.round_candidates <= 0:
         return []
-    when = parse_time(message, now)
-    rows, query, stats = _round_rows(
-        s, role_id, scope_id, _without(message, when), context, settings, below_line, when, stats
-    )
-    if when is not None and not any(
-        when.contains(r.created_at) or _refers_to(r, when) for r in rows
-    ):
-        when = None
-        rows, query, stats = _round_rows(
-            s, role_id, scope_id, message, context, settings, below_line, None
-        )
-    own = {t: w for t, w in query.items() if w >= 1.0}
-    scorer = bm25_scorer(own or query, stats)
-    context_scorer = bm25_scorer({t: w for t, w in query.items() if w < 1.0}, stats)
-    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
-    top = max((c for _, c, _ in raw), default=0.0) or 1.0
-    scored = []
-    for score, extra, r in raw:
-        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
-        score *= 1.0 + 0.02 * extra / top
-        tier = 0
-        if when is not None:
-            # Told about that time in so many words, then said in it, then the rest.
-            tier = 2 if _refers_to(r, when) else 1 if when.contains(r.created_at) else 0
-        if score > 0 or tier:
-            scored.append((tier, score, r))
-    scored.sort(key=lambda p: (-p[0], -p[1], -p[2].created_at.timestamp(), -p[2].id))
-    return [r for _, _, r in scored]
-
-
-def _round_rows(
-    s: Session,
-    role_id: int,
-    scope_id: str,
-    text: str,
-    context: Sequence[str],
-    settings: MemorySettings,
-    below_line: int | None,
-    when: TimeRange | None,
-    stats: CorpusStats | None = None,
-) -> tuple[list[RoundRow], dict[str, float], CorpusStats]:
-    """The round candidates for ``text`` (and ``when``), the query and its statistics (read
-    unless given)."""
-    query = query_terms(text, context, CONTEXT_WEIGHT)
+    full = query if query is not None else query_terms(message, context, CONTEXT_WEIGHT)
     if stats is None:
-        stats = round_stats(s, role_id, scope_id, query)
+        stats = round_stats(s, role_id, scope_id, full)
+    when = parse_time(message, now)
+    # The dated candidates are matched without the time words; those of any date with them,
+    # in the same call, so that a named time holding nothing needs no second search.
+    timed = query_terms(_without(message, when), context, CONTEXT_WEIGHT) if when else full
     rows = round_candidates(
         s,
         role_id,
         scope_id,
-        query,
+        timed,
         stats,
         limit=settings.round_candidates,
         budget=MATCH_BUDGET,
         below_line=below_line,
         when=when,
         refers_back=REFERS_BACK,
+        wide=full if when else None,
+        now=now,
     )
-    return rows, query, stats
+    tiers = [_tier(r, when) for r in rows] if when is not None else [0] * len(rows)
+    if not any(tiers):  # the named time holds nothing: its words are searched like any other
+        timed, tiers = full, [0] * len(rows)
+    own = {t: w for t, w in timed.items() if w >= 1.0}
+    scorer = bm25_scorer(own or timed, stats)
+    context_scorer = bm25_scorer({t: w for t, w in timed.items() if w < 1.0}, stats)
+    raw = [(scorer(doc_terms(r.terms)), context_scorer(doc_terms(r.terms)), r) for r in rows]
+    top = max((c for _, c, _ in raw), default=0.0) or 1.0
+    scored = []
+    for (score, extra, r), tier in zip(raw, tiers, strict=True):
+        # Context (recent user lines) moves a score by at most 2 %: the message's words rule.
+        score *= 1.0 + 0.02 * extra / top
+        if score > 0 or tier:
+            scored.append((tier, score, r))
+    scored.sort(key=lambda p: (-p[0], -p[1], -p[2].created_at.timestamp(), -p[2].id))
+    return [r for _, _, r in scored]
+
+
+def _tier(r: RoundRow, when: TimeRange) -> int:
+    """Told about the named time in so many words (2), said in it (1), or neither (0)."""
+    return 2 if _refers_to(r, when) else 1 if when.contains(r.created_at) else 0
 
 
 def _round_text(r: RoundRow) -> str:

@@ -218,13 +218,17 @@ def round_candidates(
     below_line: int | None = None,
     when: TimeRange | None = None,
     refers_back: timedelta | None = None,
+    wide: Mapping[str, float] | None = None,
+    now: datetime | None = None,
 ) -> list[RoundRow]:
     """The scope's rounds best matching ``query`` by the engine's relevance over ALL its rounds
     (the terms chosen by :func:`nekoflow.memory.search.select_terms` within ``budget`` matches),
     only rounds before line ``below_line``; with ``when``, the rounds in that range first (those
     matching, else the newest of the range), and with ``refers_back`` the rounds said up to that
-    long after the range holding its time words (the caller checks what they refer to), then
-    the best matches of any date."""
+    long after the range holding its time words (the caller checks what they refer to; none
+    when the range ends after ``now``: nothing was said after it yet), then the best matches of
+    any date for ``wide`` (the whole message's terms, time words included) when given, else for
+    ``query``."""
     params: dict[str, Any] = {
         "r": role_id,
         "s": scope_id,
@@ -241,11 +245,14 @@ def round_candidates(
             out.update((r.id, r) for r in rows)
         if not out:
             out.update((r[0], RoundRow._make(r)) for r in _dated_sql().rows(s, params))
-        said = [t for t in terms(when.words) if len(t) > 1] if refers_back else []
-        if said:
+        past = now is None or when.end < now
+        said = [t for t in terms(when.words) if len(t) > 1] if refers_back and past else []
+        if said and refers_back is not None:
             later = params | {"t0": when.end, "t1": when.end + refers_back}
             for r in _matched(s, scope, said, stats, {}, later, dated=True):
                 out.setdefault(r.id, r)
+    if wide is not None:
+        query, chosen = wide, select_terms(wide, stats, budget)
     if chosen:
         for r in _matched(s, scope, chosen, stats, query, params, dated=False):
             out.setdefault(r.id, r)
