@@ -74,6 +74,8 @@ async def onebot_event(
         raise ApiError(401, "unknown or missing X-Self-ID, or the bot is not in http mode")
     if config.secret is None and not config.allow_unsigned:
         raise ApiError(401, "missing or wrong X-Signature")
+    if config.secret is not None and not (signature or "").startswith("sha1="):
+        raise ApiError(401, "missing or wrong X-Signature")  # refused before the body is read
     raw = await request.body()
     if config.secret is not None and not signature_matches(
         raw, signature, config.secret.get_secret_value()

@@ -24,9 +24,10 @@ SWEEP_KEY = "beat:last-sweep"
 
 
 def short(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, bounded."""
+    """``Type: first line`` of an exception, bounded (a cut one ends in "…")."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {message}"[:200]
+    text = f"{type(exc).__name__}: {message}"
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def where(url: str) -> str:

@@ -54,6 +54,13 @@ def test_check_lines() -> None:
     assert bad.line() == "✗ redis: refused — fix: start Redis or correct NEKOFLOW_REDIS_URL"
 
 
+def test_a_long_error_is_cut_visibly() -> None:
+    """A configuration error longer than a line ends in "…", not mid-word as if complete."""
+    long = probes.short(ValueError("NEKOFLOW_LLM_API_KEY: required " + "x" * 300))
+    assert len(long) == 200 and long.endswith("…")
+    assert probes.short(ValueError("short")) == "ValueError: short"
+
+
 def test_every_routed_queue_is_checked() -> None:
     import celeryconfig
 

@@ -58,7 +58,8 @@ def test_a_declared_oversized_body_is_413_unread(app, path: str) -> None:  # typ
 
 def test_a_chunked_oversized_body_stops_at_the_limit(app) -> None:  # type: ignore[no-untyped-def]
     """No Content-Length (chunked): reading stops just past the webhook limit (256 KiB)."""
-    out = call(app, "/webhooks/onebot", chunks=1600, headers={"X-Self-ID": "5"})
+    headers = {"X-Self-ID": "5", "X-Signature": "sha1=00"}  # a signature is there: read on
+    out = call(app, "/webhooks/onebot", chunks=1600, headers=headers)
     assert out.status == 413, out.body
     assert out.read_bytes <= 256 * 1024 + CHUNK
 
@@ -93,3 +94,12 @@ def test_an_unsigned_body_is_read_to_a_few_kb(app, path: str) -> None:  # type: 
     out = call(app, path, chunks=100, chunk=b"[" * 2048)
     assert out.status == 401, out.body
     assert out.read_bytes <= UNSIGNED_MAX_BYTES + 2048
+
+
+def test_a_onebot_event_without_its_signature_is_refused_unread(app) -> None:  # type: ignore[no-untyped-def]
+    """A known http bot with a secret: no ``X-Signature`` header (or not ``sha1=…``) is a 401
+    before any of the body is read, as Telegram's secret-token check is."""
+    for headers in ({"X-Self-ID": "5"}, {"X-Self-ID": "5", "X-Signature": "md5=abc"}):
+        out = call(app, "/webhooks/onebot", chunks=3, headers=headers)
+        assert out.status == 401, out.body
+        assert out.read_bytes == 0

@@ -122,3 +122,27 @@ def test_nan_infinity_and_lone_surrogates_are_422_naming_the_field(
     assert r.status_code == 422, r.text
     assert field in r.json()["error"], r.json()
     assert "secret-text" not in caplog.text and "secret-text" not in r.text
+
+
+def test_a_callers_regex_timeout_is_capped_at_the_servers(
+    make_client: Callable[..., TestClient], auth, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The issue's CPU burn: ``regex_timeout: 12`` from the caller runs with the server's
+    timeout (a lower one is kept)."""
+    from nekoflow.api import worldbooks
+    from nekoflow.worldbook.budgets import recall_config_of
+
+    seen: list[float] = []
+    real = worldbooks.describe_recall
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(args[3].regex_timeout)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(worldbooks, "describe_recall", recording)
+    client = make_client()
+    server = recall_config_of(client.app.state.nekoflow.settings).regex_timeout  # type: ignore[attr-defined]
+    for asked in (12.0, server / 2):
+        body = {"message": "x", "config": {"regex_timeout": asked}}
+        assert client.post(URL, json=body, headers=auth).status_code == 200
+    assert seen == [server, server / 2]

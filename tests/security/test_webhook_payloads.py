@@ -1,5 +1,6 @@
 """Hostile webhook bodies: 100,000-deep JSON is a clean 400 on every webhook (never a 500 from
-``RecursionError``), and a QQ bot signature over a stale timestamp is refused (no replay)."""
+``RecursionError``), a QQ bot signature over a stale timestamp is refused (no replay), and the
+Feishu webhook gets the shared hostile bodies (the others get them in their fuzz tests)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
 from nekoflow.platforms.onebot.protocol import sign as onebot_sign
@@ -18,6 +21,11 @@ from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings
 from nekoflow.platforms.qqbot.crypto import sign as qq_sign
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings
 from nekoflow.platforms.telegram.settings import TelegramBot, TelegramSettings
+from nekoflow.storage.dialogue import Role
+from nekoflow.storage.turns import TurnRun
+from nekoflow.turns.deps import TurnDeps
+from tests.api.conftest import Publisher
+from tests.security.payloads import ALLOWED, hostile
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DEEP_OBJECT = b'{"a":' * 40_000 + b"1" + b"}" * 40_000
@@ -104,3 +112,48 @@ def test_a_feishu_signature_is_checked_before_the_body_is_parsed(
     headers = {"X-Lark-Signature": wrong, "X-Lark-Request-Timestamp": ts}
     headers |= {"X-Lark-Request-Nonce": nonce}
     assert client.post("/webhooks/feishu/neko", content=DEEP, headers=headers).status_code == 401
+
+
+_FEISHU_EVENT = (
+    '{"schema": "2.0", "header": {"event_id": "ev-@NUM@", "event_type": "im.message.receive_v1",'
+    ' "create_time": @NUM@, "token": "vt", "app_id": "cli_1", "tenant_key": "t"},'
+    ' "event": {"sender": {"sender_id": {"open_id": "ou_7"}, "sender_type": "user"},'
+    ' "message": {"message_id": "om_1", "create_time": "1718000000000", "chat_id": "oc_1",'
+    ' "chat_type": "p2p", "message_type": "text", "content": "{\\"text\\": \\"@TEXT@\\"}"}}}'
+)
+
+
+@pytest.mark.parametrize("name", sorted(hostile(_FEISHU_EVENT)))
+def test_feishu_hostile_bodies_never_fail(
+    make_client: Callable[..., TestClient],
+    turn_deps: TurnDeps,
+    character: Role,
+    publisher: Publisher,
+    engine: Engine,
+    name: str,
+) -> None:
+    """The Feishu webhook (token in the body, no Encrypt Key) gets the other webhooks' hostile
+    bodies — deep nesting, oversized, NaN, 1e999, a lone surrogate, NUL: never a 500, and the
+    lone surrogate is a stored turn (cleaned at the adapter), not a refusal."""
+    client = TestClient(make_client(turn_deps=turn_deps).app, raise_server_exceptions=False)
+    client.app.state.feishu_settings = FeishuSettings(  # type: ignore[attr-defined]
+        apps=[
+            FeishuApp(
+                name="neko",
+                app_id="cli_1",
+                app_secret=SecretStr("x"),
+                verification_token=SecretStr("vt"),
+            )
+        ]
+    )
+    raw = hostile(_FEISHU_EVENT)[name]
+    headers = {"Content-Type": "application/json"}
+    r = client.post("/webhooks/feishu/neko", content=raw, headers=headers)
+    assert r.status_code in ALLOWED, (name, r.status_code, r.text[:200])
+    if name == "lone-surrogate":
+        assert r.status_code == 200 and r.json()["status"] == "accepted", r.text
+        assert len(publisher.turn_ids) == 1
+        with Session(engine) as s:
+            run = s.get(TurnRun, publisher.turn_ids[0])
+        assert run is not None and "\ud800" not in json.dumps(run.request, ensure_ascii=False)
+        assert "\ufffd hi" in json.dumps(run.request, ensure_ascii=False)
