@@ -24,7 +24,7 @@ from nekoflow.characters.card import CardData, FieldNote, card_fields, read_card
 from nekoflow.characters.relationship import normalize_relationship
 from nekoflow.errors import InputError
 from nekoflow.storage.dialogue import Role
-from nekoflow.worldbook import WorldBook
+from nekoflow.worldbook import WorldBook, WorldBookRecallConfig
 from nekoflow.worldbook.importers import card_json_from_png, from_character_card
 from nekoflow.worldbook.png import is_png
 from nekoflow.worldbook.store import WorldBookStore
@@ -98,8 +98,11 @@ def _book_card(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"spec": spec, "data": data}
 
 
-def parse_card(raw: bytes) -> CharacterCard:
-    """Read a V1/V2/V3 card from JSON or PNG bytes; a malformed card is an ``InputError``."""
+def parse_card(raw: bytes, config: WorldBookRecallConfig | None = None) -> CharacterCard:
+    """Read a V1/V2/V3 card from JSON or PNG bytes; a malformed card is an ``InputError``.
+
+    ``config``: the turn's recall config its book's budget notes measure against (default:
+    the 8k-context budgets of ``lore_recall_config``)."""
     doc = card_document(raw)
     card, notes = read_card(doc)
     data = card_fields(doc)[1]
@@ -109,7 +112,7 @@ def parse_card(raw: bytes) -> CharacterCard:
     book = None
     warnings: list[str] = []
     if data.get("character_book") is not None:  # an object: read_card checked it
-        report = from_character_card(_book_card(doc))
+        report = from_character_card(_book_card(doc), config=config)
         book = report.books[0]
         warnings = list(report.warnings)
     return CharacterCard(
@@ -186,7 +189,13 @@ def _store_book(
     return stored
 
 
-def import_card_report(engine: Engine, raw: bytes, *, update: bool = False) -> CardImport:
+def import_card_report(
+    engine: Engine,
+    raw: bytes,
+    *,
+    update: bool = False,
+    config: WorldBookRecallConfig | None = None,
+) -> CardImport:
     """Create (or, with ``update``, refresh) the Role of a card and store its character book.
 
     Everything is validated before anything is written. A name already taken is an
@@ -195,8 +204,9 @@ def import_card_report(engine: Engine, raw: bytes, *, update: bool = False) -> C
     relationship; the world book of its previous import is replaced by the new card's book (or
     removed when the new card has none). The role and its book are written in one transaction:
     when anything fails, nothing is written (an update leaves the previous card and book).
+    ``config``: the turn's recall config the book's budget notes measure against.
     """
-    parsed = parse_card(raw)
+    parsed = parse_card(raw, config)
     card = parsed.card
     relationship = normalize_relationship(parsed.relationship)
     with engine.begin() as conn, Session(conn, expire_on_commit=False) as s:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from nekoflow.characters.card import CardData
 from nekoflow.characters.greetings import start_conversation
 from nekoflow.errors import InputError
 from nekoflow.storage import get_engine
+
+if TYPE_CHECKING:
+    from nekoflow.worldbook import WorldBookRecallConfig
 
 character_app = typer.Typer(help="Characters (roles): add, list, import SillyTavern cards.")
 console = Console()
@@ -66,6 +69,15 @@ def list_() -> None:
     console.print(table)
 
 
+def _turn_config() -> WorldBookRecallConfig:
+    """The recall config a turn uses (NEKOFLOW_LLM_CONTEXT_WINDOW and friends): what the
+    imported book's budget notes measure against, as ``worldbook import`` does."""
+    from nekoflow.settings import get_settings
+    from nekoflow.worldbook.budgets import recall_config_of
+
+    return recall_config_of(get_settings())
+
+
 @character_app.command("import")
 def import_(
     path: Annotated[Path, typer.Argument(help="A character card: .json or .png (V1/V2/V3).")],
@@ -79,7 +91,9 @@ def import_(
 ) -> None:
     """Import a SillyTavern character card and its character book; print what was kept."""
     try:
-        result = import_card_report(get_engine(), path.read_bytes(), update=update)
+        result = import_card_report(
+            get_engine(), path.read_bytes(), update=update, config=_turn_config()
+        )
     except OSError as exc:
         console.print(f"[red]error:[/red] cannot read {path}: {exc.strerror}")
         raise typer.Exit(2) from None

@@ -85,13 +85,16 @@ def turn_inputs(engine: Engine, turn_ids: Iterable[str]) -> dict[str, TurnInputs
 
 
 def dropped_text(dropped: list[dict[str, Any]]) -> str:
-    """One line of a turn's dropped lore: ``id reason (needed/available unit budget)`` each."""
+    """One line of a turn's dropped lore: ``id reason (needed/available unit budget)`` each
+    (the budget named once when it is the unit: ``343/0 tokens``, not ``343/0 tokens tokens``)."""
     parts = []
     for d in dropped:
         part = f"{d.get('id', '')} {d.get('reason', '')}"
         if d.get("needed") is not None:
-            figures = f"{d.get('needed')}/{d.get('available')} {d.get('unit', '')}"
-            part += f" ({' '.join(x for x in (figures, str(d.get('budget') or '')) if x)})"
+            unit = str(d.get("unit") or "")
+            figures = f"{d.get('needed')}/{d.get('available')} {unit}".strip()
+            budget = str(d.get("budget") or "")
+            part += f" ({' '.join(x for x in (figures, budget) if x and x != unit)})"
         parts.append(part)
     return "; ".join(parts)
 

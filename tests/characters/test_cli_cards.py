@@ -35,12 +35,13 @@ CARD = {
 }
 
 
-def run_cli(tmp_path: Path, *args: str) -> Any:
+def run_cli(tmp_path: Path, *args: str, extra_env: dict[str, str] | None = None) -> Any:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEKOFLOW_")}
     env.update(
         COLUMNS="200",
         NEKOFLOW_DATABASE_URL=f"sqlite:///{tmp_path / 'cli.db'}",
         NEKOFLOW_REDIS_URL="redis://127.0.0.1:1/0",
+        **(extra_env or {}),
     )
     return subprocess.run(
         [sys.executable, "-m", "nekoflow", *args],
@@ -119,3 +120,27 @@ def test_show_a_corpus_card(tmp_path: Path) -> None:
     assert "mes_example — example dialogue" in out.stdout
     show = run_cli(tmp_path, "character", "show", "Megumin")
     assert "spec chara_card_v1" in show.stdout and "greeting 0 (first_mes)" in show.stdout
+
+
+def test_import_measures_the_book_against_the_configured_context(tmp_path: Path) -> None:
+    """The budget notes use the turn's budgets (NEKOFLOW_LLM_CONTEXT_WINDOW), as ``worldbook
+    import`` does: on 128k every always-on entry of lide_ai_v3 fits, on the 8k default four
+    cannot (issue 33)."""
+    card = str(corpus_file("lide_ai_v3.json"))
+    (tmp_path / "8k").mkdir()
+    (tmp_path / "128k").mkdir()
+    small = run_cli(tmp_path / "8k", "character", "import", card)
+    assert small.returncode == 0, small.stdout + small.stderr
+    assert "never reach the prompt" in " ".join(small.stdout.split())
+    wide = run_cli(
+        tmp_path / "128k",
+        "character",
+        "import",
+        card,
+        extra_env={"NEKOFLOW_LLM_CONTEXT_WINDOW": "131072"},
+    )
+    assert wide.returncode == 0, wide.stdout + wide.stderr
+    text = " ".join(wide.stdout.split())
+    assert "never reach the prompt" not in text and "it is skipped" not in text
+    assert "lore tokens" not in text  # no entry is over the 32,768-token lore budget
+    assert "unknown macros" in text  # the other notes stay

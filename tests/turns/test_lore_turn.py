@@ -72,6 +72,50 @@ def test_an_8k_context_records_why_the_named_entry_was_left_out(deps) -> None:
     assert not any(e.content[:20] in line for e in book.entries if e.content)
 
 
+def test_the_api_and_the_runs_page_show_dropped_lore(deps) -> None:
+    """``GET /api/turns/{id}`` carries the dropped entries with their figures, and the runs
+    page's turn view lists each with its reason, beside the injected ones (no content)."""
+    from fastapi.testclient import TestClient
+    from pydantic import SecretStr
+
+    from nekoflow.api import create_app
+
+    before, names = _lide_turn(deps, 8192)
+    turn_id = _turn_of(deps)
+    token = "test-token-0123456789"
+    settings = deps.settings.model_copy(update={"api_token": SecretStr(token)})
+    client = TestClient(create_app(settings, engine=deps.engine, turn_deps=deps))
+    auth = {"Authorization": f"Bearer {token}"}
+    body = client.get(f"/api/turns/{turn_id}", headers=auth).json()
+    assert [(d["id"], d["reason"]) for d in body["dropped"]] == [
+        (d.id, d.reason) for d in before.dropped
+    ]
+    xuantian = next(d for d in body["dropped"] if names[d["id"]] == "玄天宗")
+    assert xuantian["needed"] > xuantian["available"]
+    assert {e["id"] for e in body["injected"]} == {e.id for e in before.injected}
+    client.post("/runs/login", data={"token": token})
+    page = client.get(f"/runs/{turn_id}").text
+    for d in before.dropped:
+        assert f"<code>{d.id}</code> dropped: {d.reason}" in page
+    book = WorldBookStore(deps.engine).list_all()[0]
+    assert not any(e.content[:20] in page for e in book.entries if len(e.content) >= 20)
+
+
+def test_dropped_text_names_each_budget_once() -> None:
+    tokens = {"id": "b-2", "reason": "over_budget", "needed": 343, "available": 0}
+    chars = {"id": "b-0", "reason": "over_budget", "needed": 862, "available": 240}
+    line = dropped_text(
+        [
+            {**tokens, "unit": "tokens", "budget": "tokens"},
+            {**chars, "unit": "chars", "budget": "always"},
+            {"id": "b-9", "reason": "max_entries"},
+        ]
+    )
+    assert line == (
+        "b-2 over_budget (343/0 tokens); b-0 over_budget (862/240 chars always); b-9 max_entries"
+    )
+
+
 def _turn_of(deps) -> str:
     with Session(deps.engine) as s:
         return s.exec(select(TurnStage.turn_id)).first()
