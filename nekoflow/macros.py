@@ -37,13 +37,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 __all__ = ["MacroContext", "humanize_duration", "render_macros", "unknown_macros"]
 
-_TRIM = "\x00trim\x00"
+_TRIM = f"\x00trim-{secrets.token_hex(8)}\x00"
+"""Where ``{{trim}}`` stood until the end of rendering: random per process, so no text a card or
+a user writes can hold it (a fixed marker in the text was cut as if it were ``{{trim}}``)."""
 _ANGLE = re.compile(r"<(USER|BOT|CHAR)>", re.IGNORECASE)
 _RANDOM = re.compile(r"^(random|pick)\s?::?([\s\S]*)$", re.IGNORECASE)
 _ROLL = re.compile(r"^roll[\s:]+([\s\S]*)$", re.IGNORECASE)

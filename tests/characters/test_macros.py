@@ -179,3 +179,9 @@ def test_rendering_is_deterministic_and_leaves_no_known_macro(parts: list[str], 
 def test_random_always_returns_one_of_its_options(options: list[str]) -> None:
     text = "{{random::" + "::".join(options) + "}}"
     assert r(text) in options
+
+
+def test_text_holding_the_old_trim_marker_is_left_as_written() -> None:
+    # Hypothesis found it: a fixed marker for {{trim}} cut such text as if it were the macro.
+    text = "a\n\x00trim\x00\nb {{unknown}}"
+    assert r(text) == text
