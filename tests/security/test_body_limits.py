@@ -7,14 +7,13 @@ from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from nekoflow.api.bodies import UNSIGNED_MAX_BYTES
-from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
 from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings
 from nekoflow.platforms.telegram.settings import TelegramBot, TelegramSettings
 from tests.security.asgi import call
+from tests.security.webhook_settings import feishu_settings
 
 CHUNK = 65536
 WEBHOOKS = ["/webhooks/onebot", "/webhooks/qqbot/neko", "/webhooks/feishu/neko"]
@@ -30,17 +29,7 @@ def app(make_client: Callable[..., TestClient]):  # type: ignore[no-untyped-def]
         bots=[OneBotBot(self_id="5", mode="http", http_api_url="http://ob:1", secret="s")]
     )
     state.qqbot_settings = QQBotSettings(bots=[QQBot(name="neko", app_id="1", secret="qq-secret")])
-    state.feishu_settings = FeishuSettings(
-        apps=[
-            FeishuApp(
-                name="neko",
-                app_id="cli_1",
-                app_secret=SecretStr("x"),
-                verification_token=SecretStr("vt"),
-                encrypt_key=SecretStr("ek"),
-            )
-        ]
-    )
+    state.feishu_settings = feishu_settings()
     state.telegram_settings = TelegramSettings(
         bots=[TelegramBot(name="neko", token="1:x", mode="webhook", secret_token="tg-secret")]
     )

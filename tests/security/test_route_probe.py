@@ -9,12 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlmodel import Session
 
 from nekoflow.api.bodies import leaf_routes
 from nekoflow.api.public import PUBLIC_ROUTES
-from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
 from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings
 from nekoflow.platforms.qqbot.settings import QQBot, QQBotSettings
 from nekoflow.platforms.telegram.settings import TelegramBot, TelegramSettings
@@ -24,6 +22,7 @@ from nekoflow.turns.deps import TurnDeps
 from nekoflow.turns.runner import run_inline
 from nekoflow.worldbook.store import WorldBookStore
 from tests.api.conftest import web_event
+from tests.security.webhook_settings import feishu_settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -34,17 +33,7 @@ def _configure_webhooks(client: TestClient) -> None:
         bots=[OneBotBot(self_id="5", mode="http", http_api_url="http://ob:1", secret="s")]
     )
     state.qqbot_settings = QQBotSettings(bots=[QQBot(name="neko", app_id="1", secret="qq-s")])
-    state.feishu_settings = FeishuSettings(
-        apps=[
-            FeishuApp(
-                name="neko",
-                app_id="cli_1",
-                app_secret=SecretStr("x"),
-                verification_token=SecretStr("vt"),
-                encrypt_key=SecretStr("ek"),
-            )
-        ]
-    )
+    state.feishu_settings = feishu_settings()
     state.telegram_settings = TelegramSettings(
         bots=[TelegramBot(name="neko", token="1:x", mode="webhook", secret_token="tg")]
     )

@@ -11,11 +11,9 @@ from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from nekoflow.platforms.feishu.settings import FeishuApp, FeishuSettings
 from nekoflow.platforms.onebot.protocol import sign as onebot_sign
 from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings
 from nekoflow.platforms.qqbot.crypto import sign as qq_sign
@@ -26,6 +24,7 @@ from nekoflow.storage.turns import TurnRun
 from nekoflow.turns.deps import TurnDeps
 from tests.api.conftest import Publisher
 from tests.security.payloads import ALLOWED, hostile
+from tests.security.webhook_settings import feishu_settings
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DEEP_OBJECT = b'{"a":' * 40_000 + b"1" + b"}" * 40_000
@@ -42,16 +41,7 @@ def hooks(make_client: Callable[..., TestClient]) -> TestClient:
         bots=[OneBotBot(self_id="5", mode="http", http_api_url="http://ob:1", secret="s")]
     )
     state.qqbot_settings = QQBotSettings(bots=[QQBot(name="neko", app_id="1", secret=QQ_SECRET)])
-    state.feishu_settings = FeishuSettings(
-        apps=[
-            FeishuApp(
-                name="neko",
-                app_id="cli_1",
-                app_secret=SecretStr("x"),
-                verification_token=SecretStr("vt"),
-            )
-        ]
-    )
+    state.feishu_settings = feishu_settings(encrypt_key=None)
     state.telegram_settings = TelegramSettings(
         bots=[TelegramBot(name="neko", token="1:x", mode="webhook", secret_token="tg")]
     )
@@ -96,17 +86,7 @@ def test_a_feishu_signature_is_checked_before_the_body_is_parsed(
 ) -> None:
     """With an Encrypt Key, a deep body with a wrong signature is a 401, not a parse."""
     client = make_client()
-    client.app.state.feishu_settings = FeishuSettings(  # type: ignore[attr-defined]
-        apps=[
-            FeishuApp(
-                name="neko",
-                app_id="cli_1",
-                app_secret=SecretStr("x"),
-                verification_token=SecretStr("vt"),
-                encrypt_key=SecretStr("ek"),
-            )
-        ]
-    )
+    client.app.state.feishu_settings = feishu_settings()  # type: ignore[attr-defined]
     ts, nonce = str(int(time.time())), "n"
     wrong = hashlib.sha256((ts + nonce + "other-key").encode() + DEEP).hexdigest()
     headers = {"X-Lark-Signature": wrong, "X-Lark-Request-Timestamp": ts}
@@ -136,16 +116,7 @@ def test_feishu_hostile_bodies_never_fail(
     bodies — deep nesting, oversized, NaN, 1e999, a lone surrogate, NUL: never a 500, and the
     lone surrogate is a stored turn (cleaned at the adapter), not a refusal."""
     client = TestClient(make_client(turn_deps=turn_deps).app, raise_server_exceptions=False)
-    client.app.state.feishu_settings = FeishuSettings(  # type: ignore[attr-defined]
-        apps=[
-            FeishuApp(
-                name="neko",
-                app_id="cli_1",
-                app_secret=SecretStr("x"),
-                verification_token=SecretStr("vt"),
-            )
-        ]
-    )
+    client.app.state.feishu_settings = feishu_settings(encrypt_key=None)  # type: ignore[attr-defined]
     raw = hostile(_FEISHU_EVENT)[name]
     headers = {"Content-Type": "application/json"}
     r = client.post("/webhooks/feishu/neko", content=raw, headers=headers)
