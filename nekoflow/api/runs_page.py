@@ -176,7 +176,7 @@ def _row(run: TurnRun, view: TurnInputs, roles: dict[int, str]) -> str:
     if label:  # the character wrote first: no user's message in this turn
         reason = f'<div class="proactive">{escape(label)}</div>' + reason
     delivery = escape(run.delivery_status or "")
-    if run.delivery_status == "failed" and run.delivery_reason:
+    if run.delivery_status in ("failed", "not_sent") and run.delivery_reason:
         delivery += f'<div class="reason">{escape(run.delivery_reason)}</div>'
     return t.ROW.substitute(
         turn_id=escape(run.turn_id),

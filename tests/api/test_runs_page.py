@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from nekoflow.api.app import create_app
 from nekoflow.settings import Settings
@@ -198,3 +198,19 @@ def test_reads_need_the_token_when_one_is_set(deps) -> None:
     public = Settings(database_url=str(deps.engine.url), api_public_reads=True)
     with TestClient(create_app(public, engine=deps.engine, turn_deps=deps)) as client:
         assert client.get("/runs").status_code == 200
+
+
+def test_the_list_shows_why_a_reply_was_not_sent(deps) -> None:
+    """A superseded turn's delivery is ``not_sent`` with its reason, in the list as on the turn
+    page (the list showed the reason of ``failed`` deliveries only)."""
+    seed(deps)
+    with Session(deps.engine) as s:
+        run = s.exec(select(TurnRun)).first()
+        assert run is not None
+        run.delivery_status, run.delivery_reason = "not_sent", "superseded"
+        s.add(run)
+        s.commit()
+    settings = Settings(database_url=str(deps.engine.url), api_token=TOKEN, redis_url=REDIS_URL)
+    with TestClient(create_app(settings, engine=deps.engine, turn_deps=deps)) as client:
+        page = client.get("/runs", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    assert 'not_sent<div class="reason">superseded</div>' in page
