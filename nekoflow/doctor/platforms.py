@@ -121,11 +121,13 @@ def onebot(settings: Settings, client: Any, onebot_settings: Any = None) -> list
             out.append(Check(name, False, f"not readable ({short(exc)})", "fix Redis first"))
             continue
         if seen is None:
+            refused = _last_refusal(client, settings.redis_prefix)
             out.append(
                 Check(
                     name,
                     False,
-                    "not connected to the gateway",
+                    "not connected to the gateway"
+                    + (f"; its last refused handshake: {refused}" if refused else ""),
                     "run `nekoflow gateway onebot` and point NapCat's reverse WebSocket at "
                     f"ws://<host>:{onebot_settings.ws_port}{onebot_settings.ws_path} with QQ "
                     f"{bot.self_id} and NEKOFLOW_ONEBOT_ACCESS_TOKEN as its token",
@@ -134,6 +136,16 @@ def onebot(settings: Settings, client: Any, onebot_settings: Any = None) -> list
         else:
             out.append(Check(name, True, "connected to the gateway"))
     return out
+
+
+def _last_refusal(client: Any, prefix: str) -> str | None:
+    """The gateway's newest refused handshake (``nekoflow.platforms.onebot.refusals``), if any."""
+    from nekoflow.platforms.onebot.refusals import last_refusal
+
+    try:
+        return last_refusal(client, prefix)
+    except Exception:  # Redis was readable a moment ago; the line stands without it
+        return None
 
 
 def _token_check(

@@ -52,6 +52,7 @@ from nekoflow.platforms.onebot.protocol import (
     judge,
     token_matches,
 )
+from nekoflow.platforms.onebot.refusals import RECORD_SECONDS, refusal_key, refusal_record
 from nekoflow.platforms.onebot.sender import stream_key
 from nekoflow.platforms.onebot.settings import OneBotSettings
 from nekoflow.platforms.runtime import RateLimited, is_unreachable, reason
@@ -65,6 +66,7 @@ HEARTBEAT_SECONDS = 10.0
 def heartbeat_key(prefix: str, self_id: str) -> str:
     """The Redis key present while bot ``self_id`` has a socket open (``nekoflow doctor``)."""
     return f"{prefix}:onebot:connected:{self_id}"
+
 
 GROUP = "gateway"
 CONSUMER = "gateway"
@@ -113,6 +115,7 @@ class OneBotGateway:
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._refusals = RateLimited(log)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._connections: set[ServerConnection] = set()
         #: events cannot be stored now: held, bots kept away until they can
         self.guard = StoreGuard(self._probe, submit)
@@ -183,7 +186,7 @@ class OneBotGateway:
         peer = connection.remote_address
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         where = f"{host}:{peer[1]}" if isinstance(peer, tuple) and len(peer) > 1 else host
-        self._refusals.log(
+        logged = self._refusals.log(
             logging.WARNING,
             f"{host} {status.value} {why}",
             "onebot handshake from %s refused (%d): %s",
@@ -191,7 +194,19 @@ class OneBotGateway:
             status.value,
             why,
         )
+        if logged:  # for `nekoflow doctor`, as often as the log line (best effort)
+            with contextlib.suppress(RuntimeError):  # no loop: nobody serves, nothing to keep
+                task = asyncio.get_running_loop().create_task(self._remember(why, host))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         return connection.respond(status, body + "\n")
+
+    async def _remember(self, why: str, peer: str) -> None:
+        """Keep this refusal as the newest one in Redis (nothing on a Redis error)."""
+        with contextlib.suppress(redis.RedisError):
+            record = refusal_record(why, peer)
+            key = refusal_key(self.prefix)
+            await asyncio.to_thread(self.redis.set, key, record, ex=RECORD_SECONDS)
 
     # -- one connection ----------------------------------------------------------------------
 

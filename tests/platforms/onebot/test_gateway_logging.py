@@ -85,3 +85,32 @@ def test_log_level_flag_quiets_info(onebot_proc) -> None:
     finally:
         good.close()
         wrong.close()
+
+
+def test_doctor_names_why_a_bot_is_not_connected(onebot_proc, redis_client) -> None:
+    """A NapCat turned away for its token: doctor's OneBot line says so (it said only "not
+    connected", the same for a wrong token, a wrong path or another QQ number)."""
+    from nekoflow.doctor.platforms import onebot
+    from nekoflow.platforms.onebot.settings import OneBotBot, OneBotSettings
+    from nekoflow.settings import Settings
+
+    proc, port = onebot_proc
+    proc.start()
+    proc.wait_for_output("listening")
+    wrong = FakeNapCat(f"ws://127.0.0.1:{port}/onebot/v11/ws", BOT, "not-the-token")
+    try:
+        wait_until(lambda: len(wrong.refused) >= 1, 30, "a refusal", proc.output)
+        proc.wait_for_output("wrong access token")
+        bots = OneBotSettings(bots=[OneBotBot(self_id=BOT, access_token=TOKEN)])
+        settings = Settings(redis_prefix="nfgw")  # the gateway process's (gateway_env)
+        wait_until(
+            lambda: "wrong access token" in onebot(settings, redis_client, bots)[0].detail,
+            10,
+            "the refusal in doctor's line",
+            proc.output,
+        )
+        (check,) = onebot(settings, redis_client, bots)
+        assert not check.ok and "from 127.0.0.1" in check.detail, check
+        assert "not-the-token" not in check.detail and TOKEN not in check.detail
+    finally:
+        wrong.close()
