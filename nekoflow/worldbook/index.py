@@ -29,10 +29,12 @@ class Side:
     groups: tuple[PatternRefs, ...] = ()
 
     def pattern_ids(self, text: str) -> set[int]:
-        """Ids of the distinct patterns that occur in ``text``."""
+        """Ids of the distinct patterns that occur in ``text`` (at a code-unit boundary)."""
         if self.automaton is None or not text:
             return set()
-        return {pid for _, pid in self.automaton.iter(utf8_view(text))}
+        # A match ending on an odd byte starts on an even one: it is aligned to the text's
+        # UTF-16 code units (patterns are whole code units, an even number of bytes).
+        return {pid for end, pid in self.automaton.iter(unit_view(text)) if end & 1}
 
     def refs_in(self, text: str) -> list[tuple[KeywordRef, ...]]:
         """The refs of every distinct pattern that occurs in ``text``."""
@@ -48,7 +50,8 @@ def _add(found: dict[int, set[int]], entry_idx: int, kw_idx: int) -> None:
         keys.add(kw_idx)
 
 
-#: How a candidate key is confirmed: ("regex", pattern) or ("word", key as compared).
+#: How a candidate key is confirmed: ("regex", pattern), ("word", key as compared) or ("in", key
+#: as compared: a plain substring test, for keys the code-unit form cannot decide alone).
 Verifier = tuple[str, Any]
 
 
@@ -176,6 +179,8 @@ def _confirm(
     kind, value = how
     if kind == "word":
         return whole_word_in(value, subject)
+    if kind == "in":
+        return value in subject
     try:
         return value.search(text, timeout=timeout) is not None
     except TimeoutError:
@@ -186,6 +191,16 @@ def _confirm(
         return False
 
 
-def utf8_view(text: str) -> str:
-    """``text``'s UTF-8 bytes as a Latin-1 string (the form the automatons run on)."""
-    return text.encode("utf-8", "surrogatepass").decode("latin-1")
+def unit_view(text: str) -> str:
+    """``text``'s UTF-16 (big-endian) bytes as a Latin-1 string (the form the automatons run
+    on: two bytes per character of the Basic Multilingual Plane)."""
+    return text.encode("utf-16-be", "surrogatepass").decode("latin-1")
+
+
+def needs_substring_check(key: str) -> bool:
+    """True when a match of ``key``'s code units may not be a match of its characters: a key
+    holding a surrogate or a character outside the BMP (a surrogate pair), which the code units
+    of a text's lone surrogates, or half of a pair, could imitate."""
+    if max(key) < "\ud800":
+        return False
+    return any("\ud800" <= c <= "\udfff" or c > "\uffff" for c in key)

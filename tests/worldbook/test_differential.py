@@ -16,6 +16,7 @@ from nekoflow.worldbook import (
 )
 from nekoflow.worldbook.automaton import CompiledBookCache, compile_book
 from nekoflow.worldbook.cooldowns import CooldownState
+from nekoflow.worldbook.keys import compile_regex_key
 
 SCORES = {"user": 50, "assistant_recent": 30, "history": 20, "scene_state": 45, "always": 100}
 TYPE_RANK = {
@@ -367,6 +368,28 @@ def test_length_changing_lowercase_is_exact() -> None:
     assert sorted(r.entry.id for r in got) == ["cap", "dot"]
     got = match_entries_v2(WorldBookRecallContext(latest_user_message="İS"), [book])
     assert sorted(r.entry.id for r in got) == ["cap", "dot", "plain"]
+
+
+def test_surrogates_and_astral_keys_match_as_characters() -> None:
+    # The index runs on UTF-16 code units: "😀" is the pair \ud83d\ude00, which two lone
+    # surrogates in a text also spell, and whose second half is a lone-surrogate key.
+    keys = ["😀", "\ude00", "\ud83d", "a😀", "/(😀|🐉)/", "/x\ude00/"]
+    book = WorldBook(
+        entries=[
+            WorldBookEntry(id=f"k{n}", keywords=[k], rules={"regex_keys": k.startswith("/")})
+            for n, k in enumerate(keys)
+        ]
+    )
+    texts = ["😀", "\ud83d\ude00", "a\ud83d\ude00", "x\ude00", "x😀", "🐉", "a😀"]
+    for text in texts:
+        hits = compile_book(book).keyword_hits(text, text.lower())
+        got = sorted(keys[i] for i in hits)
+        want = sorted(
+            k
+            for k in keys
+            if (k in text if not k.startswith("/") else compile_regex_key(k).search(text))
+        )
+        assert got == want, text
 
 
 def test_private_cache_gives_same_results_as_fresh_builds() -> None:
