@@ -172,6 +172,7 @@ def compile_book(book: WorldBook) -> CompiledBook:
         by_id=by_id,
         depth_groups={d: tuple(ix) for d, ix in depths.items()},
         default_depth=book_depth,
+        newline_free=not any("\n" in p for p in (*insensitive, *sensitive)),
     )
 
 

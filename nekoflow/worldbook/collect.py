@@ -92,11 +92,14 @@ class Collector:
     ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
         timed_out: list[KeywordRef] = []
         found = compiled.scan(text, lowered, timeout=self.config.regex_timeout, timed_out=timed_out)
+        self._log_timeouts(book, timed_out)
+        return found
+
+    def _log_timeouts(self, book: WorldBook, timed_out: list[KeywordRef]) -> None:
         for entry_idx, _ in timed_out:
             entry_id = book.entries[entry_idx].id
             log.warning("world book %s entry %s: regex key timed out", book.id, entry_id)
             self.timed_out.append(entry_id)
-        return found
 
     def _blocked(self, book: WorldBook, entry: WorldBookEntry, sticky: bool) -> bool:
         if self.state is None or sticky:
@@ -172,25 +175,21 @@ class Collector:
                     continue
                 listens = e.trigger_sources
                 sources: list[str] = []
-                keywords: dict[str, list[str]] = {}
+                keys: dict[str, set[int]] = {}
                 count = 0
-                asst_kw: list[str] | None = None
+                asst: set[int] | None = None
                 for src, primary in pairs:
                     prim = primary.get(i)
-                    if not prim or src not in listens:
+                    if prim is None or src not in listens:
                         continue
-                    words = (
-                        [e.keywords[k] for k in sorted(prim)]
-                        if len(prim) > 1
-                        else [e.keywords[next(iter(prim))]]
-                    )
-                    count = max(count, len(prim))
+                    if len(prim) > count:
+                        count = len(prim)
                     if src == "assistant_recent":
-                        asst_kw = words
+                        asst = prim
                     else:
                         sources.append(src)
-                        keywords[src] = words
-                if not sources and asst_kw is None:
+                        keys[src] = prim
+                if not sources and asst is None:
                     continue
                 if (
                     state is not None
@@ -198,9 +197,9 @@ class Collector:
                     and self._blocked(book, e, False)
                 ):
                     continue
-                hit = Hit(book, book_idx, e, i, sources, keywords, count)
-                if asst_kw is not None and e.priority >= min_asst and e.entry_type != "secret":
-                    pending.append((hit, asst_kw))
+                hit = Hit(book, book_idx, e, i, sources, keys, count)
+                if asst is not None and e.priority >= min_asst and e.entry_type != "secret":
+                    pending.append((hit, asst))
                 elif sources:
                     hits.append(hit)
         if book.rules.recursive_scanning:
@@ -222,7 +221,7 @@ class Collector:
         is_sticky = i in sticky
         rules = e.rules
         sources: list[str] = []
-        keywords: dict[str, list[str]] = {}
+        keys: dict[str, set[int]] = {}
         secondary: set[int] = set()
         n_primary = 0
         if not rules.delay_until_recursion:
@@ -238,18 +237,14 @@ class Collector:
                 prim = pair[0].get(i)
                 if prim and (e.match_mode == "any" or _primary_ok(prim, e)):
                     sources.append(src)
-                    keywords[src] = (
-                        [e.keywords[k] for k in sorted(prim)]
-                        if len(prim) > 1
-                        else [e.keywords[next(iter(prim))]]
-                    )
+                    keys[src] = prim
                     n_primary = max(n_primary, len(prim))
         if (
             sources
             and rules.secondary_keywords
             and not secondary_ok(rules.selective_logic, len(secondary), _secondary_total(e))
         ):
-            sources, keywords = [], {}
+            sources, keys = [], {}
         if i in scene_fired:
             sources.append("scene_state")
         if not sources and not is_sticky:
@@ -258,10 +253,10 @@ class Collector:
             return
         if is_sticky:
             sources.append(STICKY_SOURCE)
-        asst_kw = keywords.pop("assistant_recent", None)
+        asst_kw = keys.pop("assistant_recent", None)
         if asst_kw is not None:
             sources.remove("assistant_recent")
-        hit = Hit(book, book_idx, e, i, sources, keywords, n_primary + len(secondary))
+        hit = Hit(book, book_idx, e, i, sources, keys, n_primary + len(secondary))
         hit.sticky = is_sticky
         if (
             asst_kw is not None
@@ -291,14 +286,18 @@ class Collector:
     def recurse(self, texts: list[str], step: int) -> list[Hit]:
         """Recursion step ``step``: scan ``texts`` (the content of entries that reached the
         prompt) for entries not fired yet; returns (and records) the new hits."""
-        text = "\n".join(t for t in texts if t)
-        if not text:
+        pieces = [t for t in texts if t]
+        if not pieces:
             return []
         taken = {(h.book_idx, h.entry_idx) for h in self.hits}
-        lowered = text.lower()
         new: list[Hit] = []
+        timeout = self.config.regex_timeout
         for book_idx, book, compiled in self._recursive:
-            found_primary, found_secondary = self._hits_in(compiled, book, text, lowered)
+            timed_out: list[KeywordRef] = []
+            found_primary, found_secondary = compiled.scan_pieces(
+                pieces, timeout=timeout, timed_out=timed_out
+            )
+            self._log_timeouts(book, timed_out)
             for i in sorted(found_primary):
                 if (book_idx, i) in taken:
                     continue
@@ -332,5 +331,5 @@ class Collector:
             return None
         if self._blocked(book, e, False):
             return None
-        keywords = {RECURSION_SOURCE: [e.keywords[k] for k in sorted(prim)]}
-        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keywords, len(prim) + len(secondary))
+        keys = {RECURSION_SOURCE: prim}
+        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keys, len(prim) + len(secondary))

@@ -25,10 +25,12 @@ _SOURCE_ORDER = {
 }
 
 
+_SCORES = {**EXTRA_SCORES, **SOURCE_SCORES}
+
+
 def source_score(source: str) -> int:
     """The score one fired source adds."""
-    score = SOURCE_SCORES.get(source)
-    return EXTRA_SCORES.get(source, 0) if score is None else score
+    return _SCORES.get(source, 0)
 
 
 class Hit:
@@ -41,7 +43,7 @@ class Hit:
         "entry",
         "entry_idx",
         "key_count",
-        "keywords",
+        "keys",
         "score",
         "sources",
         "sticky",
@@ -54,7 +56,7 @@ class Hit:
         entry: WorldBookEntry,
         entry_idx: int,
         sources: list[str],
-        keywords: dict[str, list[str]],
+        keys: dict[str, set[int]],
         key_count: int = 0,
         sticky: bool = False,
     ) -> None:
@@ -63,14 +65,27 @@ class Hit:
         self.entry = entry
         self.entry_idx = entry_idx
         self.sources = sources
-        self.keywords = keywords
+        #: Source → indexes (in ``entry.keywords``) of the primary keywords found there.
+        self.keys = keys
         self.key_count = key_count
         self.sticky = sticky
         score = entry.priority + entry.weight
+        scores = _SCORES
         for s in sources:
-            score += source_score(s)
+            score += scores.get(s, 0)
         self.score = score
         self._rank: tuple[int, int, int, int, int, int] | None = None
+
+    def matched_keywords(self) -> list[str]:
+        """The primary keywords found, per fired source in order (each once)."""
+        words = self.entry.keywords
+        out: dict[str, None] = {}
+        for s in self.sources:
+            found = self.keys.get(s)
+            if found:
+                for k in sorted(found):
+                    out[words[k]] = None
+        return list(out)
 
     def rank(self, extra_score: int = 0) -> tuple[int, int, int, int, int, int]:
         """Sort key: score, priority, entry-type rank (desc), content length (asc), order."""
@@ -89,10 +104,10 @@ class Hit:
             self._rank = key
         return key
 
-    def add_assistant(self, asst_kw: list[str]) -> None:
+    def add_assistant(self, asst_keys: set[int]) -> None:
         """Add the assistant_recent source (after the per-turn cap allowed it)."""
         self.sources = sorted([*self.sources, "assistant_recent"], key=_SOURCE_ORDER.__getitem__)
-        self.keywords["assistant_recent"] = asst_kw
+        self.keys["assistant_recent"] = asst_keys
         self.score += SOURCE_SCORES["assistant_recent"]
         self._rank = None
 

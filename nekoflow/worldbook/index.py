@@ -5,12 +5,16 @@ Built by :func:`nekoflow.worldbook.automaton.compile_book` (see there for how an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ahocorasick
 
 from nekoflow.worldbook.keys import whole_word_in
+
+#: Recursion pieces whose pattern ids one compiled book remembers (then it starts over).
+PIECE_MEMO_SIZE = 4096
 
 #: One keyword reference: (entry index in ``book.entries``, keyword index in ``entry.keywords``).
 KeywordRef = tuple[int, int]
@@ -82,6 +86,10 @@ class CompiledBook:
     #: Regex keys that hit the time limit: treated as not matching until the book changes (a
     #: new version is a new index), so a hostile pattern costs one time-out per process.
     hostile: set[KeywordRef] = field(default_factory=set)
+    #: No pattern holds a line break (so :meth:`scan_pieces` may scan piece by piece).
+    newline_free: bool = True
+    #: Recursion piece → its pattern ids (case-insensitive side, case-sensitive side).
+    piece_ids: dict[str, tuple[set[int], set[int]]] = field(default_factory=dict)
 
     def keyword_hits(
         self,
@@ -132,13 +140,65 @@ class CompiledBook:
         Only entries with a primary key found need looking at; secondary keys are looked up
         for those. Plain keys cost no confirmation step.
         """
+        found = (self.insensitive.pattern_ids(lowered), self.sensitive.pattern_ids(text))
+        return self._resolve(found, text, lowered, timeout, timed_out)
+
+    def scan_pieces(
+        self,
+        pieces: Sequence[str],
+        *,
+        timeout: float = 0.05,
+        timed_out: list[KeywordRef] | None = None,
+    ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+        """:meth:`scan` of ``"\\n".join(pieces)``, each piece's automaton pass kept for reuse.
+
+        Recursion scans the content of the entries that reached the prompt, the same entries
+        turn after turn: a pattern without a line break occurs in the joined text exactly when
+        it occurs in one of the pieces (and lower-casing stops at a line break), so the pattern
+        ids of each piece are remembered per book version. Confirmations (regex, whole words)
+        run on the joined text as in :meth:`scan`.
+        """
+        text = "\n".join(pieces)
+        lowered = text.lower()
+        if not self.newline_free:
+            return self.scan(text, lowered, timeout=timeout, timed_out=timed_out)
+        memo = self.piece_ids
+        low_ids: set[int] = set()
+        case_ids: set[int] = set()
+        for piece in pieces:
+            ids = memo.get(piece)
+            if ids is None:
+                if len(memo) >= PIECE_MEMO_SIZE:
+                    memo.clear()
+                ids = (
+                    self.insensitive.pattern_ids(piece.lower()),
+                    self.sensitive.pattern_ids(piece),
+                )
+                memo[piece] = ids
+            low_ids |= ids[0]
+            case_ids |= ids[1]
+        return self._resolve((low_ids, case_ids), text, lowered, timeout, timed_out)
+
+    def _resolve(
+        self,
+        found: tuple[set[int], set[int]],
+        text: str,
+        lowered: str,
+        timeout: float,
+        timed_out: list[KeywordRef] | None,
+    ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+        """The keys behind the pattern ids ``found`` (case-insensitive side, case-sensitive
+        side) in ``text``: plain ones as they are, the others once confirmed."""
         primary: dict[int, set[int]] = {}
         secondary: dict[int, set[int]] = {}
         verify = self.verify
         counts = self.primary_counts
-        for side, subject in ((self.insensitive, lowered), (self.sensitive, text)):
+        for side, subject, pids in (
+            (self.insensitive, lowered, found[0]),
+            (self.sensitive, text, found[1]),
+        ):
             groups = side.groups
-            for pid in side.pattern_ids(subject):
+            for pid in pids:
                 plain, check, second = groups[pid]
                 for entry_idx, kw_idx in plain:
                     keys = primary.get(entry_idx)

@@ -108,7 +108,7 @@ def _result(hit: Hit, cut_to: int | None = None) -> WorldBookMatchResult:
     return WorldBookMatchResult(
         entry=hit.entry,
         trigger_sources=hit.sources,
-        matched_keywords=_dedupe(k for s in hit.sources for k in hit.keywords.get(s, ())),
+        matched_keywords=hit.matched_keywords(),
         score=hit.score,
         cut_to=cut_to,
     )

@@ -392,6 +392,30 @@ def test_surrogates_and_astral_keys_match_as_characters() -> None:
         assert got == want, text
 
 
+PIECE_KEYS = ["白塔", "塔\n星", "/塔.星/s", "/^星/m", "/火$/", "ab", "Σ", "/a(b|B)/", "/x*/"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(PIECE_KEYS), max_size=3), max_size=6),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.text(alphabet="白塔星火abBΣσ\nx", max_size=12), max_size=4),
+)
+def test_recursion_pieces_scan_as_their_joined_text(
+    spec: list[list[str]], regex: bool, words: bool, pieces: list[str]
+) -> None:
+    # Recursion remembers the automaton's pass over each piece; what it finds must be what a
+    # scan of the joined text finds (keys across a piece's edge, anchors, whole words).
+    entries = [WorldBookEntry(keywords=kws, rules={"regex_keys": regex}) for kws in spec]
+    book = WorldBook(entries=entries, rules={"match_whole_words": words})
+    compiled = compile_book(book)
+    joined = "\n".join(pieces)
+    want = compiled.scan(joined, joined.lower())
+    assert compiled.scan_pieces(pieces) == want
+    assert compiled.scan_pieces(pieces) == want  # from the remembered passes
+
+
 def test_private_cache_gives_same_results_as_fresh_builds() -> None:
     book = WorldBook(
         id="b", entries=[WorldBookEntry(id=f"e{i}", keywords=[f"k{i}"]) for i in range(5)]
