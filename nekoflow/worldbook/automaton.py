@@ -77,20 +77,21 @@ def _build_side(
     automaton = ahocorasick.Automaton()
     refs: list[tuple[KeywordRef, ...]] = []
     groups: list[PatternRefs] = []
+    single: list[KeywordRef | None] = []
     for pid, (pattern, pattern_refs) in enumerate(patterns.items()):
         automaton.add_word(unit_view(pattern), pid)
         refs.append(tuple(pattern_refs))
         check = tuple(r for r in pattern_refs if r in verify)
         plain = [r for r in pattern_refs if r not in verify]
-        groups.append(
-            (
-                tuple(r for r in plain if r[1] < primary_counts[r[0]]),
-                check,
-                tuple(r for r in plain if r[1] >= primary_counts[r[0]]),
-            )
+        group = (
+            tuple(r for r in plain if r[1] < primary_counts[r[0]]),
+            check,
+            tuple(r for r in plain if r[1] >= primary_counts[r[0]]),
         )
+        groups.append(group)
+        single.append(group[0][0] if len(group[0]) == 1 and not check and not group[2] else None)
     automaton.make_automaton()
-    return Side(automaton, tuple(refs), tuple(groups))
+    return Side(automaton, tuple(refs), tuple(groups), tuple(single))
 
 
 def _entry_depth(entry: WorldBookEntry, book_depth: int | None) -> int | None:

@@ -302,7 +302,7 @@ class Collector:
                 if (book_idx, i) in taken:
                     continue
                 hit = self._recursion_hit(
-                    book, book_idx, i, found_primary[i], found_secondary.get(i, set()), step
+                    book, book_idx, i, found_primary[i], found_secondary.get(i), step
                 )
                 if hit is not None:
                     taken.add((book_idx, i))
@@ -316,7 +316,7 @@ class Collector:
         book_idx: int,
         i: int,
         prim: set[int],
-        secondary: set[int],
+        secondary: set[int] | None,
         step: int,
     ) -> Hit | None:
         e = book.entries[i]
@@ -325,11 +325,18 @@ class Collector:
             return None
         if rules.delay_until_recursion > step:
             return None
-        if not _primary_ok(prim, e):
+        n_secondary = len(secondary) if secondary else 0
+        if e.match_mode != "any" and not _primary_ok(prim, e):
             return None
-        if not secondary_ok(rules.selective_logic, len(secondary), _secondary_total(e)):
+        if rules.secondary_keywords and not secondary_ok(
+            rules.selective_logic, n_secondary, _secondary_total(e)
+        ):
             return None
-        if self._blocked(book, e, False):
+        if (
+            self.state is not None
+            and (rules.delay or e.cooldown_turns or e.max_injections_per_session)
+            and self._blocked(book, e, False)
+        ):
             return None
         keys = {RECURSION_SOURCE: prim}
-        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keys, len(prim) + len(secondary))
+        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keys, len(prim) + n_secondary)

@@ -37,11 +37,11 @@ class Hit:
     """A fired entry before ranking and budgets (cheap; models are built only for the winners)."""
 
     __slots__ = (
-        "_rank",
         "book",
         "book_idx",
         "entry",
         "entry_idx",
+        "key",
         "key_count",
         "keys",
         "score",
@@ -74,7 +74,15 @@ class Hit:
         for s in sources:
             score += scores.get(s, 0)
         self.score = score
-        self._rank: tuple[int, int, int, int, int, int] | None = None
+        #: The sort key (see :meth:`rank`), made once: recall sorts the hits on every step.
+        self.key: tuple[int, int, int, int, int, int] = (
+            -score,
+            -entry.priority,
+            -ENTRY_TYPE_PRIORITY.get(entry.entry_type, 0),
+            len(entry.content),
+            book_idx,
+            entry_idx,
+        )
 
     def matched_keywords(self) -> list[str]:
         """The primary keywords found, per fired source in order (each once)."""
@@ -89,27 +97,18 @@ class Hit:
 
     def rank(self, extra_score: int = 0) -> tuple[int, int, int, int, int, int]:
         """Sort key: score, priority, entry-type rank (desc), content length (asc), order."""
-        if not extra_score and self._rank is not None:
-            return self._rank
-        e = self.entry
-        key = (
-            -(self.score + extra_score),
-            -e.priority,
-            -ENTRY_TYPE_PRIORITY.get(e.entry_type, 0),
-            len(e.content),
-            self.book_idx,
-            self.entry_idx,
-        )
         if not extra_score:
-            self._rank = key
-        return key
+            return self.key
+        _, priority, type_rank, length, book_idx, entry_idx = self.key
+        return (-(self.score + extra_score), priority, type_rank, length, book_idx, entry_idx)
 
     def add_assistant(self, asst_keys: set[int]) -> None:
         """Add the assistant_recent source (after the per-turn cap allowed it)."""
         self.sources = sorted([*self.sources, "assistant_recent"], key=_SOURCE_ORDER.__getitem__)
         self.keys["assistant_recent"] = asst_keys
         self.score += SOURCE_SCORES["assistant_recent"]
-        self._rank = None
+        _, priority, type_rank, length, book_idx, entry_idx = self.key
+        self.key = (-self.score, priority, type_rank, length, book_idx, entry_idx)
 
 
 class Drop:

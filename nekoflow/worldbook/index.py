@@ -31,6 +31,9 @@ class Side:
     automaton: ahocorasick.Automaton | None
     refs: tuple[tuple[KeywordRef, ...], ...]
     groups: tuple[PatternRefs, ...] = ()
+    #: Per pattern: its one ref when that is all it stands for (a primary key needing no
+    #: confirmation: the common case), else None (see ``groups``).
+    single: tuple[KeywordRef | None, ...] = ()
 
     def pattern_ids(self, text: str) -> set[int]:
         """Ids of the distinct patterns that occur in ``text`` (at a code-unit boundary)."""
@@ -198,7 +201,16 @@ class CompiledBook:
             (self.sensitive, text, found[1]),
         ):
             groups = side.groups
+            single = side.single
             for pid in pids:
+                ref = single[pid]
+                if ref is not None:
+                    keys = primary.get(ref[0])
+                    if keys is None:
+                        primary[ref[0]] = {ref[1]}
+                    else:
+                        keys.add(ref[1])
+                    continue
                 plain, check, second = groups[pid]
                 for entry_idx, kw_idx in plain:
                     keys = primary.get(entry_idx)

@@ -35,6 +35,7 @@ decided per entry: secondary keys, regex keys, whole words, scan depth, sticky/d
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -100,6 +101,9 @@ def _book_applies(book: WorldBook, character_keys: set[str]) -> bool:
     return not character_keys.isdisjoint(book.character_ids)
 
 
+_key = attrgetter("key")
+
+
 def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -158,7 +162,7 @@ def _recall(
     scanned: set[int] = set()
     step = 0
     while True:
-        hits = sorted(collector.hits, key=Hit.rank)
+        hits = sorted(collector.hits, key=_key)
         hits, lost_groups = apply_groups(hits, context.turn_id)
         hits, lost_probability = apply_probability(hits, context.turn_id)
         taken, lost_budget = apply_budgets(hits, cfg, explain=explain)
