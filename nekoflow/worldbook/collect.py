@@ -36,7 +36,6 @@ from nekoflow.worldbook.hits import (  # noqa: F401  (Hit, Drop, dropped: re-exp
 from nekoflow.worldbook.keys import secondary_ok
 from nekoflow.worldbook.models import (
     ALWAYS_SOURCE,
-    SOURCE_SCORES,
     WorldBook,
     WorldBookEntry,
     WorldBookRecallConfig,
@@ -161,19 +160,22 @@ class Collector:
             min_asst = self.config.min_assistant_priority
             for i in sorted(candidates):
                 e = entries[i]
-                rules = e.rules
+                # Field values from the models' ``__dict__`` (see ``Hit``): this loop runs for
+                # every entry a key of which occurs in the texts.
+                fields = e.__dict__
+                rules = fields["rules"].__dict__
                 if (
                     special
-                    or rules.secondary_keywords
-                    or rules.delay_until_recursion
-                    or e.match_mode != "any"
+                    or rules["secondary_keywords"]
+                    or rules["delay_until_recursion"]
+                    or fields["match_mode"] != "any"
                 ):
                     self._consider(book, book_idx, e, i, compiled, by_source, scene_fired, sticky)
                     continue
                 # The common case (keys only, "any"), kept short: same rules as _consider.
-                if e.always_on or not e.enabled:
+                if fields["always_on"] or not fields["enabled"]:
                     continue
-                listens = e.trigger_sources
+                listens = fields["trigger_sources"]
                 sources: list[str] = []
                 keys: dict[str, set[int]] = {}
                 count = 0
@@ -193,12 +195,20 @@ class Collector:
                     continue
                 if (
                     state is not None
-                    and (rules.delay or e.cooldown_turns or e.max_injections_per_session)
+                    and (
+                        rules["delay"]
+                        or fields["cooldown_turns"]
+                        or fields["max_injections_per_session"]
+                    )
                     and self._blocked(book, e, False)
                 ):
                     continue
                 hit = Hit(book, book_idx, e, i, sources, keys, count)
-                if asst is not None and e.priority >= min_asst and e.entry_type != "secret":
+                if (
+                    asst is not None
+                    and fields["priority"] >= min_asst
+                    and fields["entry_type"] != "secret"
+                ):
                     pending.append((hit, asst))
                 elif sources:
                     hits.append(hit)
@@ -270,7 +280,9 @@ class Collector:
     def finish_keywords(self) -> None:
         """Apply the assistant cap: keep the candidates that rank highest with that source."""
         pending = self._assistant_pending
-        pending.sort(key=lambda p: p[0].rank(SOURCE_SCORES["assistant_recent"]))
+        # Ranked as with the assistant source added: the same score added to every candidate
+        # keeps their order, so their own keys sort them.
+        pending.sort(key=lambda p: p[0].key)
         for n, (hit, asst_kw) in enumerate(pending):
             if n < self.config.max_assistant_triggered_entries:
                 hit.add_assistant(asst_kw)

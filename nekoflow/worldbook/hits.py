@@ -14,6 +14,7 @@ from nekoflow.worldbook.models import (
     WorldBook,
     WorldBookEntry,
 )
+from nekoflow.worldbook.rules import EntryRules
 
 KEYWORD_SOURCES = ("user", "assistant_recent", "history")
 STICKY_SOURCE = "sticky"
@@ -44,6 +45,7 @@ class Hit:
         "key",
         "key_count",
         "keys",
+        "rules",
         "score",
         "sources",
         "sticky",
@@ -69,17 +71,24 @@ class Hit:
         self.keys = keys
         self.key_count = key_count
         self.sticky = sticky
-        score = entry.priority + entry.weight
+        # The entry's field values, read from the model's ``__dict__`` (where pydantic keeps
+        # them): a model's attribute lookup costs several dict lookups, and a recall makes
+        # hundreds of hits.
+        fields = entry.__dict__
+        priority = fields["priority"]
+        score = priority + fields["weight"]
         scores = _SCORES
         for s in sources:
             score += scores.get(s, 0)
         self.score = score
+        #: The entry's rules (read once: selection looks at them for every hit).
+        self.rules: EntryRules = fields["rules"]
         #: The sort key (see :meth:`rank`), made once: recall sorts the hits on every step.
         self.key: tuple[int, int, int, int, int, int] = (
             -score,
-            -entry.priority,
-            -ENTRY_TYPE_PRIORITY.get(entry.entry_type, 0),
-            len(entry.content),
+            -priority,
+            -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
+            len(fields["content"]),
             book_idx,
             entry_idx,
         )

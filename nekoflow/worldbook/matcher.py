@@ -109,9 +109,10 @@ def _dedupe(items: Iterable[str]) -> list[str]:
 
 
 def _result(hit: Hit, cut_to: int | None = None) -> WorldBookMatchResult:
-    return WorldBookMatchResult(
+    # Built without validation: every value is the matcher's own (as ``Drop.model``).
+    return WorldBookMatchResult.model_construct(
         entry=hit.entry,
-        trigger_sources=hit.sources,
+        trigger_sources=list(hit.sources),
         matched_keywords=hit.matched_keywords(),
         score=hit.score,
         cut_to=cut_to,
@@ -165,18 +166,20 @@ def _recall(
         hits = sorted(collector.hits, key=_key)
         hits, lost_groups = apply_groups(hits, context.turn_id)
         hits, lost_probability = apply_probability(hits, context.turn_id)
-        taken, lost_budget = apply_budgets(hits, cfg, explain=explain)
+        taken, lost_budget = apply_budgets(hits, cfg, explain=False)
         if not collector.recursive or step >= cfg.max_recursion_steps:
             break
         step += 1
         texts = []
         for hit, cut in taken:
-            if id(hit) not in scanned and not hit.entry.rules.prevent_recursion:
+            if id(hit) not in scanned and not hit.rules.prevent_recursion:
                 scanned.add(id(hit))
                 texts.append(hit.entry.content if cut is None else hit.entry.content[:cut])
         if not texts or not collector.recurse(texts, step):
             break
-    return RecallOutcome(
+    if explain:  # the drops of the last walk (the quiet walks may stop early; taken is the same)
+        _, lost_budget = apply_budgets(hits, cfg)
+    return RecallOutcome.model_construct(
         results=[_result(h, cut) for h, cut in taken],
         dropped=_explain(
             [*collector.dropped, *lost_groups, *lost_probability, *lost_budget] if explain else []

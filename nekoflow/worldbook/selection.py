@@ -45,9 +45,9 @@ def apply_groups(hits: list[Hit], turn_id: str) -> tuple[list[Hit], list[Drop]]:
     """Keep one winner per inclusion group (ranked order kept)."""
     groups: dict[str, list[Hit]] = {}
     for hit in hits:
-        if not hit.entry.rules.group:
+        if not hit.rules.group:
             continue
-        for name in hit.entry.rules.groups():
+        for name in hit.rules.groups():
             groups.setdefault(name, []).append(hit)
     if not groups:
         return hits, []
@@ -97,7 +97,7 @@ def apply_probability(hits: list[Hit], turn_id: str) -> tuple[list[Hit], list[Dr
     kept: list[Hit] = []
     lost: list[Drop] = []
     for hit in hits:
-        p = hit.entry.rules.probability
+        p = hit.rules.probability
         if (
             p < 100
             and not hit.sticky
@@ -168,7 +168,12 @@ def apply_budgets(
     capped = 0  # entries taken from the seed's own books (max_entries counts only those)
     max_entries = config.max_entries
     # Hits of imported books still ahead (only they can be taken once the cap is reached).
-    uncapped_left = 0 if explain else sum(1 for h in hits if not counts_toward_max_entries(h))
+    uncapped_left = 0
+    if not explain:
+        books = {id(h.book): h.book for h in hits}
+        imported = {key for key, book in books.items() if book.rules.source_format}
+        if imported:
+            uncapped_left = sum(1 for h in hits if id(h.book) in imported)
     for hit in hits:
         book_rules = hit.book.rules
         is_capped = not book_rules.source_format
