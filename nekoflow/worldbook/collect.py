@@ -20,6 +20,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import logging
+from operator import itemgetter
 
 from nekoflow.worldbook.automaton import CompiledBook, CompiledBookCache, KeywordRef
 from nekoflow.worldbook.cooldowns import CooldownState
@@ -36,6 +37,7 @@ from nekoflow.worldbook.hits import (  # noqa: F401  (Hit, Drop, dropped: re-exp
 from nekoflow.worldbook.keys import secondary_ok
 from nekoflow.worldbook.models import (
     ALWAYS_SOURCE,
+    ENTRY_TYPE_PRIORITY,
     WorldBook,
     WorldBookEntry,
     WorldBookRecallConfig,
@@ -44,6 +46,13 @@ from nekoflow.worldbook.models import (
 from nekoflow.worldbook.texts import Texts, scan_texts, scene_matches
 
 log = logging.getLogger(__name__)
+
+#: A hit's sort key (see ``Hit.rank``).
+RankKey = tuple[int, int, int, int, int, int]
+#: What makes a hit for an entry fired by the assistant text alone: book, book index, entry,
+#: entry index, key count.
+PendingHit = tuple[WorldBook, int, WorldBookEntry, int, int]
+_first = itemgetter(0)
 
 
 def _primary_ok(found: set[int], entry: WorldBookEntry) -> bool:
@@ -76,7 +85,10 @@ class Collector:
         self.dropped: list[Drop] = []
         self.timed_out: list[str] = []
         self._texts: dict[int | None, Texts] = {}
-        self._assistant_pending: list[tuple[Hit, list[str]]] = []
+        #: Candidates for the assistant source: (rank key, the hit — or, for an entry that
+        #: fired by the assistant text alone, what makes it, built only if it wins a slot —,
+        #: the keys found in that text).
+        self._assistant_pending: list[tuple[RankKey, Hit | PendingHit, set[int]]] = []
         self._recursive: list[tuple[int, WorldBook, CompiledBook]] = []
 
     def texts(self, depth: int | None) -> Texts:
@@ -203,15 +215,26 @@ class Collector:
                     and self._blocked(book, e, False)
                 ):
                     continue
-                hit = Hit(book, book_idx, e, i, sources, keys, count)
                 if (
                     asst is not None
                     and fields["priority"] >= min_asst
                     and fields["entry_type"] != "secret"
                 ):
-                    pending.append((hit, asst))
+                    if sources:
+                        hit = Hit(book, book_idx, e, i, sources, keys, count)
+                        pending.append((hit.key, hit, asst))
+                    else:  # most assistant candidates lose the cap: no hit made for them yet
+                        key = (
+                            -(fields["priority"] + fields["weight"]),
+                            -fields["priority"],
+                            -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
+                            len(fields["content"]),
+                            book_idx,
+                            i,
+                        )
+                        pending.append((key, (book, book_idx, e, i, count), asst))
                 elif sources:
-                    hits.append(hit)
+                    hits.append(Hit(book, book_idx, e, i, sources, keys, count))
         if book.rules.recursive_scanning:
             self._recursive.append((book_idx, book, compiled))
 
@@ -273,7 +296,7 @@ class Collector:
             and e.priority >= self.config.min_assistant_priority
             and e.entry_type != "secret"
         ):
-            self._assistant_pending.append((hit, asst_kw))
+            self._assistant_pending.append((hit.key, hit, asst_kw))
         elif sources:
             self.hits.append(hit)
 
@@ -282,9 +305,17 @@ class Collector:
         pending = self._assistant_pending
         # Ranked as with the assistant source added: the same score added to every candidate
         # keeps their order, so their own keys sort them.
-        pending.sort(key=lambda p: p[0].key)
-        for n, (hit, asst_kw) in enumerate(pending):
-            if n < self.config.max_assistant_triggered_entries:
+        pending.sort(key=_first)
+        cap = self.config.max_assistant_triggered_entries
+        for n, (_, made, asst_kw) in enumerate(pending):
+            if isinstance(made, Hit):
+                hit = made
+            elif n < cap:
+                book, book_idx, e, i, count = made
+                hit = Hit(book, book_idx, e, i, [], {}, count)
+            else:
+                continue  # fired by the assistant text alone, over the cap: not a hit
+            if n < cap:
                 hit.add_assistant(asst_kw)
             if hit.sources:
                 self.hits.append(hit)
