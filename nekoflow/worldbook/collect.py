@@ -341,11 +341,12 @@ class Collector:
                 pieces, timeout=timeout, timed_out=timed_out
             )
             self._log_timeouts(book, timed_out)
+            entries = book.entries
             for i in sorted(found_primary):
                 if (book_idx, i) in taken:
                     continue
                 hit = self._recursion_hit(
-                    book, book_idx, i, found_primary[i], found_secondary.get(i), step
+                    book, entries, book_idx, i, found_primary[i], found_secondary.get(i), step
                 )
                 if hit is not None:
                     taken.add((book_idx, i))
@@ -356,28 +357,30 @@ class Collector:
     def _recursion_hit(
         self,
         book: WorldBook,
+        entries: list[WorldBookEntry],
         book_idx: int,
         i: int,
         prim: set[int],
         secondary: set[int] | None,
         step: int,
     ) -> Hit | None:
-        e = book.entries[i]
-        rules = e.rules
-        if not e.enabled or e.always_on or rules.exclude_recursion:
+        e = entries[i]
+        fields = e.__dict__  # field values (see ``Hit``)
+        rules = fields["rules"].__dict__
+        if not fields["enabled"] or fields["always_on"] or rules["exclude_recursion"]:
             return None
-        if rules.delay_until_recursion > step:
+        if rules["delay_until_recursion"] > step:
             return None
         n_secondary = len(secondary) if secondary else 0
-        if e.match_mode != "any" and not _primary_ok(prim, e):
+        if fields["match_mode"] != "any" and not _primary_ok(prim, e):
             return None
-        if rules.secondary_keywords and not secondary_ok(
-            rules.selective_logic, n_secondary, _secondary_total(e)
+        if rules["secondary_keywords"] and not secondary_ok(
+            rules["selective_logic"], n_secondary, _secondary_total(e)
         ):
             return None
         if (
             self.state is not None
-            and (rules.delay or e.cooldown_turns or e.max_injections_per_session)
+            and (rules["delay"] or fields["cooldown_turns"] or fields["max_injections_per_session"])
             and self._blocked(book, e, False)
         ):
             return None
