@@ -132,13 +132,16 @@ class Drop:
         self.extra = extra
 
     def model(self) -> DroppedEntry:
-        """The public :class:`DroppedEntry` (built without validation: every value is the
-        matcher's own, and a turn explains up to hundreds of drops)."""
-        return DroppedEntry.model_construct(
-            entry_id=self.entry.id,
-            entry_name=self.entry.name,
-            book_id=self.book.id,
-            book_name=self.book.name,
+        """The public :class:`DroppedEntry` (a turn explains up to hundreds of drops: the
+        validating constructor, run by pydantic-core, is about 3x faster than
+        ``model_construct``, which is plain Python)."""
+        entry = self.entry.__dict__
+        book = self.book.__dict__
+        return DroppedEntry(
+            entry_id=entry["id"],
+            entry_name=entry["name"],
+            book_id=book["id"],
+            book_name=book["name"],
             reason=self.reason,  # type: ignore[arg-type]
             **self.extra,
         )

@@ -109,10 +109,9 @@ def _dedupe(items: Iterable[str]) -> list[str]:
 
 
 def _result(hit: Hit, cut_to: int | None = None) -> WorldBookMatchResult:
-    # Built without validation: every value is the matcher's own (as ``Drop.model``).
-    return WorldBookMatchResult.model_construct(
+    return WorldBookMatchResult(
         entry=hit.entry,
-        trigger_sources=list(hit.sources),
+        trigger_sources=hit.sources,
         matched_keywords=hit.matched_keywords(),
         score=hit.score,
         cut_to=cut_to,
@@ -179,7 +178,7 @@ def _recall(
             break
     if explain:  # the drops of the last walk (the quiet walks may stop early; taken is the same)
         _, lost_budget = apply_budgets(hits, cfg)
-    return RecallOutcome.model_construct(
+    return RecallOutcome(
         results=[_result(h, cut) for h, cut in taken],
         dropped=_explain(
             [*collector.dropped, *lost_groups, *lost_probability, *lost_budget] if explain else []
