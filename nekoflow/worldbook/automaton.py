@@ -25,10 +25,12 @@ Every other entry field (enabled, priority, trigger_sources, content…) is read
 
 Speed: ``pyahocorasick`` finds a node's child by a linear scan, so a CJK book (thousands of
 distinct first characters) makes every text character cost a scan of the root. Patterns and texts
-are therefore matched in their UTF-8 form (one Latin-1 character per byte): node fan-out drops to
-at most 256 (a handful at the root), 5–8× faster on CJK. UTF-8 is self-synchronising, so a
-keyword's bytes occur in the text's bytes exactly when the keyword occurs in the text: results
-are unchanged (lone surrogates are encoded with ``surrogatepass``, which keeps that property).
+are therefore matched in their UTF-16 (big-endian) form, one Latin-1 character per byte: node
+fan-out drops to at most 256, and a CJK character costs two steps (UTF-8 took three: about a
+third less time per character at realistic hit density). A match counts only when it starts on a
+code-unit boundary (even byte offset), so a keyword's code units match exactly where the
+keyword's characters do — except for keys holding surrogates or characters outside the BMP
+(whose units a text's lone surrogates could imitate): those are confirmed by a substring test.
 
 Pure module: no I/O.
 """
@@ -49,7 +51,8 @@ from nekoflow.worldbook.index import (
     PatternRefs,
     Side,
     Verifier,
-    utf8_view,
+    needs_substring_check,
+    unit_view,
 )
 from nekoflow.worldbook.keys import (
     compile_regex_key,
@@ -74,20 +77,21 @@ def _build_side(
     automaton = ahocorasick.Automaton()
     refs: list[tuple[KeywordRef, ...]] = []
     groups: list[PatternRefs] = []
+    single: list[KeywordRef | None] = []
     for pid, (pattern, pattern_refs) in enumerate(patterns.items()):
-        automaton.add_word(utf8_view(pattern), pid)
+        automaton.add_word(unit_view(pattern), pid)
         refs.append(tuple(pattern_refs))
         check = tuple(r for r in pattern_refs if r in verify)
         plain = [r for r in pattern_refs if r not in verify]
-        groups.append(
-            (
-                tuple(r for r in plain if r[1] < primary_counts[r[0]]),
-                check,
-                tuple(r for r in plain if r[1] >= primary_counts[r[0]]),
-            )
+        group = (
+            tuple(r for r in plain if r[1] < primary_counts[r[0]]),
+            check,
+            tuple(r for r in plain if r[1] >= primary_counts[r[0]]),
         )
+        groups.append(group)
+        single.append(group[0][0] if len(group[0]) == 1 and not check and not group[2] else None)
     automaton.make_automaton()
-    return Side(automaton, tuple(refs), tuple(groups))
+    return Side(automaton, tuple(refs), tuple(groups), tuple(single))
 
 
 def _entry_depth(entry: WorldBookEntry, book_depth: int | None) -> int | None:
@@ -133,6 +137,8 @@ def compile_book(book: WorldBook) -> CompiledBook:
                 pattern = compile_regex_key(keyword)
                 if pattern is not None:
                     exact = exact_literals(keyword)
+                    if exact is not None and any(map(needs_substring_check, exact[0])):
+                        exact = None  # confirmed by the regex itself (see the module docstring)
                     if exact is not None:  # the regex is a literal alternation: no regex run
                         lits, lowered = exact
                         for lit in lits:
@@ -153,6 +159,8 @@ def compile_book(book: WorldBook) -> CompiledBook:
             (insensitive if lower_safe(key) else table).setdefault(key, []).append(ref)
             if words and (is_word_char(key[0]) or is_word_char(key[-1])):
                 verify[ref] = ("word", key)
+            elif needs_substring_check(key):
+                verify[ref] = ("in", key)
     return CompiledBook(
         entry_count=len(book.entries),
         insensitive=_build_side(insensitive, verify, primary_counts),
@@ -165,6 +173,7 @@ def compile_book(book: WorldBook) -> CompiledBook:
         by_id=by_id,
         depth_groups={d: tuple(ix) for d, ix in depths.items()},
         default_depth=book_depth,
+        newline_free=not any("\n" in p for p in (*insensitive, *sensitive)),
     )
 
 
@@ -198,18 +207,22 @@ def book_cache_key(book: WorldBook) -> Hashable:
     entries = book.entries
     if len(entries) <= FINGERPRINT_MAX_ENTRIES:
         return _fingerprint(book)
-    if book.updated_at or book._revision:
+    # Private attributes read from pydantic's store of them: ``book._revision`` costs ~3 µs
+    # (BaseModel.__getattr__), a dict lookup well under one.
+    private = book.__pydantic_private__ or {}
+    revision = private.get("_revision")
+    if book.updated_at or revision:
         return (
             "version",
             book.id,
             book.updated_at,
             len(entries),
-            book._revision,
+            revision,
             book.rules.match_whole_words,
             book.rules.scan_depth,
         )
     # A large book built in code: fingerprint it once per object and edit generation.
-    memo = book._fingerprint_memo
+    memo = private.get("_fingerprint_memo")
     stamp = (id(entries), len(entries), edit_generation())
     if memo is not None and memo[0] == stamp:
         return memo[1]

@@ -20,6 +20,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import logging
+from operator import itemgetter
 
 from nekoflow.worldbook.automaton import CompiledBook, CompiledBookCache, KeywordRef
 from nekoflow.worldbook.cooldowns import CooldownState
@@ -36,7 +37,7 @@ from nekoflow.worldbook.hits import (  # noqa: F401  (Hit, Drop, dropped: re-exp
 from nekoflow.worldbook.keys import secondary_ok
 from nekoflow.worldbook.models import (
     ALWAYS_SOURCE,
-    SOURCE_SCORES,
+    ENTRY_TYPE_PRIORITY,
     WorldBook,
     WorldBookEntry,
     WorldBookRecallConfig,
@@ -45,6 +46,13 @@ from nekoflow.worldbook.models import (
 from nekoflow.worldbook.texts import Texts, scan_texts, scene_matches
 
 log = logging.getLogger(__name__)
+
+#: A hit's sort key (see ``Hit.rank``).
+RankKey = tuple[int, int, int, int, int, int]
+#: What makes a hit for an entry fired by the assistant text alone: book, book index, entry,
+#: entry index, key count.
+PendingHit = tuple[WorldBook, int, WorldBookEntry, int, int]
+_first = itemgetter(0)
 
 
 def _primary_ok(found: set[int], entry: WorldBookEntry) -> bool:
@@ -77,7 +85,10 @@ class Collector:
         self.dropped: list[Drop] = []
         self.timed_out: list[str] = []
         self._texts: dict[int | None, Texts] = {}
-        self._assistant_pending: list[tuple[Hit, list[str]]] = []
+        #: Candidates for the assistant source: (rank key, the hit — or, for an entry that
+        #: fired by the assistant text alone, what makes it, built only if it wins a slot —,
+        #: the keys found in that text).
+        self._assistant_pending: list[tuple[RankKey, Hit | PendingHit, set[int]]] = []
         self._recursive: list[tuple[int, WorldBook, CompiledBook]] = []
 
     def texts(self, depth: int | None) -> Texts:
@@ -92,11 +103,14 @@ class Collector:
     ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
         timed_out: list[KeywordRef] = []
         found = compiled.scan(text, lowered, timeout=self.config.regex_timeout, timed_out=timed_out)
+        self._log_timeouts(book, timed_out)
+        return found
+
+    def _log_timeouts(self, book: WorldBook, timed_out: list[KeywordRef]) -> None:
         for entry_idx, _ in timed_out:
             entry_id = book.entries[entry_idx].id
             log.warning("world book %s entry %s: regex key timed out", book.id, entry_id)
             self.timed_out.append(entry_id)
-        return found
 
     def _blocked(self, book: WorldBook, entry: WorldBookEntry, sticky: bool) -> bool:
         if self.state is None or sticky:
@@ -158,51 +172,69 @@ class Collector:
             min_asst = self.config.min_assistant_priority
             for i in sorted(candidates):
                 e = entries[i]
-                rules = e.rules
+                # Field values from the models' ``__dict__`` (see ``Hit``): this loop runs for
+                # every entry a key of which occurs in the texts.
+                fields = e.__dict__
+                rules = fields["rules"].__dict__
                 if (
                     special
-                    or rules.secondary_keywords
-                    or rules.delay_until_recursion
-                    or e.match_mode != "any"
+                    or rules["secondary_keywords"]
+                    or rules["delay_until_recursion"]
+                    or fields["match_mode"] != "any"
                 ):
                     self._consider(book, book_idx, e, i, compiled, by_source, scene_fired, sticky)
                     continue
                 # The common case (keys only, "any"), kept short: same rules as _consider.
-                if e.always_on or not e.enabled:
+                if fields["always_on"] or not fields["enabled"]:
                     continue
-                listens = e.trigger_sources
+                listens = fields["trigger_sources"]
                 sources: list[str] = []
-                keywords: dict[str, list[str]] = {}
+                keys: dict[str, set[int]] = {}
                 count = 0
-                asst_kw: list[str] | None = None
+                asst: set[int] | None = None
                 for src, primary in pairs:
                     prim = primary.get(i)
-                    if not prim or src not in listens:
+                    if prim is None or src not in listens:
                         continue
-                    words = (
-                        [e.keywords[k] for k in sorted(prim)]
-                        if len(prim) > 1
-                        else [e.keywords[next(iter(prim))]]
-                    )
-                    count = max(count, len(prim))
+                    if len(prim) > count:
+                        count = len(prim)
                     if src == "assistant_recent":
-                        asst_kw = words
+                        asst = prim
                     else:
                         sources.append(src)
-                        keywords[src] = words
-                if not sources and asst_kw is None:
+                        keys[src] = prim
+                if not sources and asst is None:
                     continue
                 if (
                     state is not None
-                    and (rules.delay or e.cooldown_turns or e.max_injections_per_session)
+                    and (
+                        rules["delay"]
+                        or fields["cooldown_turns"]
+                        or fields["max_injections_per_session"]
+                    )
                     and self._blocked(book, e, False)
                 ):
                     continue
-                hit = Hit(book, book_idx, e, i, sources, keywords, count)
-                if asst_kw is not None and e.priority >= min_asst and e.entry_type != "secret":
-                    pending.append((hit, asst_kw))
+                if (
+                    asst is not None
+                    and fields["priority"] >= min_asst
+                    and fields["entry_type"] != "secret"
+                ):
+                    if sources:
+                        hit = Hit(book, book_idx, e, i, sources, keys, count)
+                        pending.append((hit.key, hit, asst))
+                    else:  # most assistant candidates lose the cap: no hit made for them yet
+                        key = (
+                            -(fields["priority"] + fields["weight"]),
+                            -fields["priority"],
+                            -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
+                            len(fields["content"]),
+                            book_idx,
+                            i,
+                        )
+                        pending.append((key, (book, book_idx, e, i, count), asst))
                 elif sources:
-                    hits.append(hit)
+                    hits.append(Hit(book, book_idx, e, i, sources, keys, count))
         if book.rules.recursive_scanning:
             self._recursive.append((book_idx, book, compiled))
 
@@ -222,7 +254,7 @@ class Collector:
         is_sticky = i in sticky
         rules = e.rules
         sources: list[str] = []
-        keywords: dict[str, list[str]] = {}
+        keys: dict[str, set[int]] = {}
         secondary: set[int] = set()
         n_primary = 0
         if not rules.delay_until_recursion:
@@ -238,18 +270,14 @@ class Collector:
                 prim = pair[0].get(i)
                 if prim and (e.match_mode == "any" or _primary_ok(prim, e)):
                     sources.append(src)
-                    keywords[src] = (
-                        [e.keywords[k] for k in sorted(prim)]
-                        if len(prim) > 1
-                        else [e.keywords[next(iter(prim))]]
-                    )
+                    keys[src] = prim
                     n_primary = max(n_primary, len(prim))
         if (
             sources
             and rules.secondary_keywords
             and not secondary_ok(rules.selective_logic, len(secondary), _secondary_total(e))
         ):
-            sources, keywords = [], {}
+            sources, keys = [], {}
         if i in scene_fired:
             sources.append("scene_state")
         if not sources and not is_sticky:
@@ -258,26 +286,36 @@ class Collector:
             return
         if is_sticky:
             sources.append(STICKY_SOURCE)
-        asst_kw = keywords.pop("assistant_recent", None)
+        asst_kw = keys.pop("assistant_recent", None)
         if asst_kw is not None:
             sources.remove("assistant_recent")
-        hit = Hit(book, book_idx, e, i, sources, keywords, n_primary + len(secondary))
+        hit = Hit(book, book_idx, e, i, sources, keys, n_primary + len(secondary))
         hit.sticky = is_sticky
         if (
             asst_kw is not None
             and e.priority >= self.config.min_assistant_priority
             and e.entry_type != "secret"
         ):
-            self._assistant_pending.append((hit, asst_kw))
+            self._assistant_pending.append((hit.key, hit, asst_kw))
         elif sources:
             self.hits.append(hit)
 
     def finish_keywords(self) -> None:
         """Apply the assistant cap: keep the candidates that rank highest with that source."""
         pending = self._assistant_pending
-        pending.sort(key=lambda p: p[0].rank(SOURCE_SCORES["assistant_recent"]))
-        for n, (hit, asst_kw) in enumerate(pending):
-            if n < self.config.max_assistant_triggered_entries:
+        # Ranked as with the assistant source added: the same score added to every candidate
+        # keeps their order, so their own keys sort them.
+        pending.sort(key=_first)
+        cap = self.config.max_assistant_triggered_entries
+        for n, (_, made, asst_kw) in enumerate(pending):
+            if isinstance(made, Hit):
+                hit = made
+            elif n < cap:
+                book, book_idx, e, i, count = made
+                hit = Hit(book, book_idx, e, i, [], {}, count)
+            else:
+                continue  # fired by the assistant text alone, over the cap: not a hit
+            if n < cap:
                 hit.add_assistant(asst_kw)
             if hit.sources:
                 self.hits.append(hit)
@@ -291,19 +329,24 @@ class Collector:
     def recurse(self, texts: list[str], step: int) -> list[Hit]:
         """Recursion step ``step``: scan ``texts`` (the content of entries that reached the
         prompt) for entries not fired yet; returns (and records) the new hits."""
-        text = "\n".join(t for t in texts if t)
-        if not text:
+        pieces = [t for t in texts if t]
+        if not pieces:
             return []
         taken = {(h.book_idx, h.entry_idx) for h in self.hits}
-        lowered = text.lower()
         new: list[Hit] = []
+        timeout = self.config.regex_timeout
         for book_idx, book, compiled in self._recursive:
-            found_primary, found_secondary = self._hits_in(compiled, book, text, lowered)
+            timed_out: list[KeywordRef] = []
+            found_primary, found_secondary = compiled.scan_pieces(
+                pieces, timeout=timeout, timed_out=timed_out
+            )
+            self._log_timeouts(book, timed_out)
+            entries = book.entries
             for i in sorted(found_primary):
                 if (book_idx, i) in taken:
                     continue
                 hit = self._recursion_hit(
-                    book, book_idx, i, found_primary[i], found_secondary.get(i, set()), step
+                    book, entries, book_idx, i, found_primary[i], found_secondary.get(i), step
                 )
                 if hit is not None:
                     taken.add((book_idx, i))
@@ -314,23 +357,32 @@ class Collector:
     def _recursion_hit(
         self,
         book: WorldBook,
+        entries: list[WorldBookEntry],
         book_idx: int,
         i: int,
         prim: set[int],
-        secondary: set[int],
+        secondary: set[int] | None,
         step: int,
     ) -> Hit | None:
-        e = book.entries[i]
-        rules = e.rules
-        if not e.enabled or e.always_on or rules.exclude_recursion:
+        e = entries[i]
+        fields = e.__dict__  # field values (see ``Hit``)
+        rules = fields["rules"].__dict__
+        if not fields["enabled"] or fields["always_on"] or rules["exclude_recursion"]:
             return None
-        if rules.delay_until_recursion > step:
+        if rules["delay_until_recursion"] > step:
             return None
-        if not _primary_ok(prim, e):
+        n_secondary = len(secondary) if secondary else 0
+        if fields["match_mode"] != "any" and not _primary_ok(prim, e):
             return None
-        if not secondary_ok(rules.selective_logic, len(secondary), _secondary_total(e)):
+        if rules["secondary_keywords"] and not secondary_ok(
+            rules["selective_logic"], n_secondary, _secondary_total(e)
+        ):
             return None
-        if self._blocked(book, e, False):
+        if (
+            self.state is not None
+            and (rules["delay"] or fields["cooldown_turns"] or fields["max_injections_per_session"])
+            and self._blocked(book, e, False)
+        ):
             return None
-        keywords = {RECURSION_SOURCE: [e.keywords[k] for k in sorted(prim)]}
-        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keywords, len(prim) + len(secondary))
+        keys = {RECURSION_SOURCE: prim}
+        return Hit(book, book_idx, e, i, [RECURSION_SOURCE], keys, len(prim) + n_secondary)

@@ -5,12 +5,17 @@ Built by :func:`nekoflow.worldbook.automaton.compile_book` (see there for how an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ahocorasick
 
 from nekoflow.worldbook.keys import whole_word_in
+
+#: Recursion pieces whose pattern ids one compiled book remembers (then it starts over):
+#: about 0.9 KB each at realistic density (measured), so at most ~1 MB per cached book.
+PIECE_MEMO_SIZE = 1024
 
 #: One keyword reference: (entry index in ``book.entries``, keyword index in ``entry.keywords``).
 KeywordRef = tuple[int, int]
@@ -27,12 +32,17 @@ class Side:
     automaton: ahocorasick.Automaton | None
     refs: tuple[tuple[KeywordRef, ...], ...]
     groups: tuple[PatternRefs, ...] = ()
+    #: Per pattern: its one ref when that is all it stands for (a primary key needing no
+    #: confirmation: the common case), else None (see ``groups``).
+    single: tuple[KeywordRef | None, ...] = ()
 
     def pattern_ids(self, text: str) -> set[int]:
-        """Ids of the distinct patterns that occur in ``text``."""
+        """Ids of the distinct patterns that occur in ``text`` (at a code-unit boundary)."""
         if self.automaton is None or not text:
             return set()
-        return {pid for _, pid in self.automaton.iter(utf8_view(text))}
+        # A match ending on an odd byte starts on an even one: it is aligned to the text's
+        # UTF-16 code units (patterns are whole code units, an even number of bytes).
+        return {pid for end, pid in self.automaton.iter(unit_view(text)) if end & 1}
 
     def refs_in(self, text: str) -> list[tuple[KeywordRef, ...]]:
         """The refs of every distinct pattern that occurs in ``text``."""
@@ -48,7 +58,8 @@ def _add(found: dict[int, set[int]], entry_idx: int, kw_idx: int) -> None:
         keys.add(kw_idx)
 
 
-#: How a candidate key is confirmed: ("regex", pattern) or ("word", key as compared).
+#: How a candidate key is confirmed: ("regex", pattern), ("word", key as compared) or ("in", key
+#: as compared: a plain substring test, for keys the code-unit form cannot decide alone).
 Verifier = tuple[str, Any]
 
 
@@ -79,6 +90,10 @@ class CompiledBook:
     #: Regex keys that hit the time limit: treated as not matching until the book changes (a
     #: new version is a new index), so a hostile pattern costs one time-out per process.
     hostile: set[KeywordRef] = field(default_factory=set)
+    #: No pattern holds a line break (so :meth:`scan_pieces` may scan piece by piece).
+    newline_free: bool = True
+    #: Recursion piece → its pattern ids (case-insensitive side, case-sensitive side).
+    piece_ids: dict[str, tuple[set[int], set[int]]] = field(default_factory=dict)
 
     def keyword_hits(
         self,
@@ -129,13 +144,74 @@ class CompiledBook:
         Only entries with a primary key found need looking at; secondary keys are looked up
         for those. Plain keys cost no confirmation step.
         """
+        found = (self.insensitive.pattern_ids(lowered), self.sensitive.pattern_ids(text))
+        return self._resolve(found, text, lowered, timeout, timed_out)
+
+    def scan_pieces(
+        self,
+        pieces: Sequence[str],
+        *,
+        timeout: float = 0.05,
+        timed_out: list[KeywordRef] | None = None,
+    ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+        """:meth:`scan` of ``"\\n".join(pieces)``, each piece's automaton pass kept for reuse.
+
+        Recursion scans the content of the entries that reached the prompt, the same entries
+        turn after turn: a pattern without a line break occurs in the joined text exactly when
+        it occurs in one of the pieces (and lower-casing stops at a line break), so the pattern
+        ids of each piece are remembered per book version. Confirmations (regex, whole words)
+        run on the joined text as in :meth:`scan`.
+        """
+        text = "\n".join(pieces)
+        lowered = text.lower()
+        if not self.newline_free:
+            return self.scan(text, lowered, timeout=timeout, timed_out=timed_out)
+        memo = self.piece_ids
+        low_ids: set[int] = set()
+        case_ids: set[int] = set()
+        for piece in pieces:
+            ids = memo.get(piece)
+            if ids is None:
+                if len(memo) >= PIECE_MEMO_SIZE:
+                    memo.clear()
+                ids = (
+                    self.insensitive.pattern_ids(piece.lower()),
+                    self.sensitive.pattern_ids(piece),
+                )
+                memo[piece] = ids
+            low_ids |= ids[0]
+            case_ids |= ids[1]
+        return self._resolve((low_ids, case_ids), text, lowered, timeout, timed_out)
+
+    def _resolve(
+        self,
+        found: tuple[set[int], set[int]],
+        text: str,
+        lowered: str,
+        timeout: float,
+        timed_out: list[KeywordRef] | None,
+    ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+        """The keys behind the pattern ids ``found`` (case-insensitive side, case-sensitive
+        side) in ``text``: plain ones as they are, the others once confirmed."""
         primary: dict[int, set[int]] = {}
         secondary: dict[int, set[int]] = {}
         verify = self.verify
         counts = self.primary_counts
-        for side, subject in ((self.insensitive, lowered), (self.sensitive, text)):
+        for side, subject, pids in (
+            (self.insensitive, lowered, found[0]),
+            (self.sensitive, text, found[1]),
+        ):
             groups = side.groups
-            for pid in side.pattern_ids(subject):
+            single = side.single
+            for pid in pids:
+                ref = single[pid]
+                if ref is not None:
+                    keys = primary.get(ref[0])
+                    if keys is None:
+                        primary[ref[0]] = {ref[1]}
+                    else:
+                        keys.add(ref[1])
+                    continue
                 plain, check, second = groups[pid]
                 for entry_idx, kw_idx in plain:
                     keys = primary.get(entry_idx)
@@ -176,6 +252,8 @@ def _confirm(
     kind, value = how
     if kind == "word":
         return whole_word_in(value, subject)
+    if kind == "in":
+        return value in subject
     try:
         return value.search(text, timeout=timeout) is not None
     except TimeoutError:
@@ -186,6 +264,16 @@ def _confirm(
         return False
 
 
-def utf8_view(text: str) -> str:
-    """``text``'s UTF-8 bytes as a Latin-1 string (the form the automatons run on)."""
-    return text.encode("utf-8", "surrogatepass").decode("latin-1")
+def unit_view(text: str) -> str:
+    """``text``'s UTF-16 (big-endian) bytes as a Latin-1 string (the form the automatons run
+    on: two bytes per character of the Basic Multilingual Plane)."""
+    return text.encode("utf-16-be", "surrogatepass").decode("latin-1")
+
+
+def needs_substring_check(key: str) -> bool:
+    """True when a match of ``key``'s code units may not be a match of its characters: a key
+    holding a surrogate or a character outside the BMP (a surrogate pair), which the code units
+    of a text's lone surrogates, or half of a pair, could imitate."""
+    if max(key) < "\ud800":
+        return False
+    return any("\ud800" <= c <= "\udfff" or c > "\uffff" for c in key)

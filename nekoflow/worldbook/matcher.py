@@ -35,6 +35,7 @@ decided per entry: secondary keys, regex keys, whole words, scan depth, sticky/d
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -100,6 +101,9 @@ def _book_applies(book: WorldBook, character_keys: set[str]) -> bool:
     return not character_keys.isdisjoint(book.character_ids)
 
 
+_key = attrgetter("key")
+
+
 def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -108,7 +112,7 @@ def _result(hit: Hit, cut_to: int | None = None) -> WorldBookMatchResult:
     return WorldBookMatchResult(
         entry=hit.entry,
         trigger_sources=hit.sources,
-        matched_keywords=_dedupe(k for s in hit.sources for k in hit.keywords.get(s, ())),
+        matched_keywords=hit.matched_keywords(),
         score=hit.score,
         cut_to=cut_to,
     )
@@ -158,20 +162,22 @@ def _recall(
     scanned: set[int] = set()
     step = 0
     while True:
-        hits = sorted(collector.hits, key=Hit.rank)
+        hits = sorted(collector.hits, key=_key)
         hits, lost_groups = apply_groups(hits, context.turn_id)
         hits, lost_probability = apply_probability(hits, context.turn_id)
-        taken, lost_budget = apply_budgets(hits, cfg, explain=explain)
+        taken, lost_budget = apply_budgets(hits, cfg, explain=False)
         if not collector.recursive or step >= cfg.max_recursion_steps:
             break
         step += 1
         texts = []
         for hit, cut in taken:
-            if id(hit) not in scanned and not hit.entry.rules.prevent_recursion:
+            if id(hit) not in scanned and not hit.rules.prevent_recursion:
                 scanned.add(id(hit))
                 texts.append(hit.entry.content if cut is None else hit.entry.content[:cut])
         if not texts or not collector.recurse(texts, step):
             break
+    if explain:  # the drops of the last walk (the quiet walks may stop early; taken is the same)
+        _, lost_budget = apply_budgets(hits, cfg)
     return RecallOutcome(
         results=[_result(h, cut) for h, cut in taken],
         dropped=_explain(

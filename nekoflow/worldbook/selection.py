@@ -45,9 +45,9 @@ def apply_groups(hits: list[Hit], turn_id: str) -> tuple[list[Hit], list[Drop]]:
     """Keep one winner per inclusion group (ranked order kept)."""
     groups: dict[str, list[Hit]] = {}
     for hit in hits:
-        if not hit.entry.rules.group:
+        if not hit.rules.group:
             continue
-        for name in hit.entry.rules.groups():
+        for name in hit.rules.groups():
             groups.setdefault(name, []).append(hit)
     if not groups:
         return hits, []
@@ -97,7 +97,7 @@ def apply_probability(hits: list[Hit], turn_id: str) -> tuple[list[Hit], list[Dr
     kept: list[Hit] = []
     lost: list[Drop] = []
     for hit in hits:
-        p = hit.entry.rules.probability
+        p = hit.rules.probability
         if (
             p < 100
             and not hit.sticky
@@ -157,25 +157,53 @@ def counts_toward_max_entries(hit: Hit) -> bool:
 def apply_budgets(
     hits: Sequence[Hit], config: WorldBookRecallConfig, *, explain: bool = True
 ) -> tuple[list[tuple[Hit, int | None]], list[Drop]]:
-    """Walk the ranked hits under the budgets; returns (hit, cut_to) taken and the dropped."""
+    """Walk the ranked hits under the budgets; returns (hit, cut_to) taken and the dropped.
+
+    With ``explain`` off the walk may stop early, once nothing left can be taken (the entry cap
+    reached and only capped hits left), and the drops it returns are then incomplete.
+    """
     b = _Budgets(config)
     taken: list[tuple[Hit, int | None]] = []
     lost: list[Drop] = []
     capped = 0  # entries taken from the seed's own books (max_entries counts only those)
+    max_entries = config.max_entries
+    # Hits of imported books still ahead (only they can be taken once the cap is reached).
+    uncapped_left = 0
+    if not explain:
+        books = {id(h.book): h.book for h in hits}
+        imported = {key for key, book in books.items() if book.rules.source_format}
+        if imported:
+            uncapped_left = sum(1 for h in hits if id(h.book) in imported)
     for hit in hits:
-        is_capped = counts_toward_max_entries(hit)
-        if is_capped and capped >= config.max_entries:
+        book_rules = hit.book.rules
+        is_capped = not book_rules.source_format
+        if not is_capped:
+            uncapped_left -= 1
+        elif capped >= max_entries:
             if explain:
                 lost.append(dropped(hit.book, hit.entry, "max_entries"))
+            elif uncapped_left <= 0:
+                break
             continue
-        cls = class_of(hit)
+        sources = hit.sources
+        cls = (
+            "always"
+            if sources == [ALWAYS_SOURCE]
+            else "scene"
+            if sources == ["scene_state"]
+            else "keyword"
+        )
         content = hit.entry.content
         size = len(content)
-        book_left = b.book_left(hit)
+        book_left = b.book_left(hit) if book_rules.token_budget is not None else None
         use_tokens = b.tokens is not None or book_left is not None
-        tokens = estimate_tokens(content) if use_tokens else 0
-        token_room = min(t for t in (b.tokens, book_left, 1 << 62) if t is not None)
-        fits = size <= b.total and size <= b.cls[cls] and tokens <= token_room
+        if use_tokens:
+            tokens = estimate_tokens(content)
+            token_room = min(t for t in (b.tokens, book_left, 1 << 62) if t is not None)
+        else:
+            tokens, token_room = 0, 1 << 62
+        cls_left = b.cls[cls]
+        fits = size <= b.total and size <= cls_left and tokens <= token_room
         cut: int | None = None
         if not fits and not hit.entry.rules.ignore_budget:
             cut = _try_cut(hit, cls, size, tokens, token_room, b, config)
@@ -185,7 +213,7 @@ def apply_budgets(
             size = cut
             tokens = estimate_tokens(content[:cut]) if use_tokens else 0
         b.total = max(0, b.total - size)
-        b.cls[cls] = max(0, b.cls[cls] - size)
+        b.cls[cls] = max(0, cls_left - size)
         if b.tokens is not None:
             b.tokens = max(0, b.tokens - tokens)
         if book_left is not None:

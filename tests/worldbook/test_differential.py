@@ -16,6 +16,7 @@ from nekoflow.worldbook import (
 )
 from nekoflow.worldbook.automaton import CompiledBookCache, compile_book
 from nekoflow.worldbook.cooldowns import CooldownState
+from nekoflow.worldbook.keys import compile_regex_key
 
 SCORES = {"user": 50, "assistant_recent": 30, "history": 20, "scene_state": 45, "always": 100}
 TYPE_RANK = {
@@ -367,6 +368,52 @@ def test_length_changing_lowercase_is_exact() -> None:
     assert sorted(r.entry.id for r in got) == ["cap", "dot"]
     got = match_entries_v2(WorldBookRecallContext(latest_user_message="İS"), [book])
     assert sorted(r.entry.id for r in got) == ["cap", "dot", "plain"]
+
+
+def test_surrogates_and_astral_keys_match_as_characters() -> None:
+    # The index runs on UTF-16 code units: "😀" is the pair \ud83d\ude00, which two lone
+    # surrogates in a text also spell, and whose second half is a lone-surrogate key.
+    keys = ["😀", "\ude00", "\ud83d", "a😀", "/(😀|🐉)/", "/x\ude00/"]
+    book = WorldBook(
+        entries=[
+            WorldBookEntry(id=f"k{n}", keywords=[k], rules={"regex_keys": k.startswith("/")})
+            for n, k in enumerate(keys)
+        ]
+    )
+    texts = ["😀", "\ud83d\ude00", "a\ud83d\ude00", "x\ude00", "x😀", "🐉", "a😀"]
+    for text in texts:
+        hits = compile_book(book).keyword_hits(text, text.lower())
+        got = sorted(keys[i] for i in hits)
+        want = sorted(
+            k
+            for k in keys
+            if (k in text if not k.startswith("/") else compile_regex_key(k).search(text))
+        )
+        assert got == want, text
+
+
+PIECE_KEYS = ["白塔", "塔\n星", "/塔.星/s", "/^星/m", "/火$/", "ab", "Σ", "/a(b|B)/", "/x*/"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(PIECE_KEYS), max_size=3), max_size=6),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.text(alphabet="白塔星火abBΣσ\nx", max_size=12), max_size=4),
+)
+def test_recursion_pieces_scan_as_their_joined_text(
+    spec: list[list[str]], regex: bool, words: bool, pieces: list[str]
+) -> None:
+    # Recursion remembers the automaton's pass over each piece; what it finds must be what a
+    # scan of the joined text finds (keys across a piece's edge, anchors, whole words).
+    entries = [WorldBookEntry(keywords=kws, rules={"regex_keys": regex}) for kws in spec]
+    book = WorldBook(entries=entries, rules={"match_whole_words": words})
+    compiled = compile_book(book)
+    joined = "\n".join(pieces)
+    want = compiled.scan(joined, joined.lower())
+    assert compiled.scan_pieces(pieces) == want
+    assert compiled.scan_pieces(pieces) == want  # from the remembered passes
 
 
 def test_private_cache_gives_same_results_as_fresh_builds() -> None:
