@@ -245,9 +245,8 @@ def round_candidates(
             out.update((r.id, r) for r in rows)
         if not out:
             out.update((r[0], RoundRow._make(r)) for r in _dated_sql().rows(s, params))
-        past = now is None or when.end < now
-        said = [t for t in terms(when.words) if len(t) > 1] if refers_back and past else []
-        if said and refers_back is not None:
+        if refers_back is not None and (now is None or when.end < now):
+            said = [t for t in terms(when.words) if len(t) > 1]
             later = params | {"t0": when.end, "t1": when.end + refers_back}
             for r in _matched(s, scope, said, stats, {}, later, dated=True):
                 out.setdefault(r.id, r)

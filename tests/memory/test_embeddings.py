@@ -120,6 +120,28 @@ def test_the_scope_is_embedded_once_and_a_restated_memory_again(
     assert embed_scope(engine, other, role_id, SCOPE) == len(_vectors(engine))
 
 
+BERRIES = "Do I grow any berries?"
+"""English: no word (nor concept of nekoflow.memory.concepts) in common with the planted
+"用户在阳台上种了草莓"."""
+
+
+def _block(engine: Engine, role_id: int, settings: MemorySettings, qv: list[float] | None) -> str:
+    """The memory block of a turn asking :data:`BERRIES` ten days on (by meaning with ``qv``)."""
+    with Session(engine) as s:
+        got = prompt_memories(
+            s,
+            role_id=role_id,
+            scope_id=SCOPE,
+            message=BERRIES,
+            context=[],
+            now=START + timedelta(days=10),
+            settings=settings,
+            query_vector=qv,
+            embeddings_model="fake-embed" if qv else None,
+        )
+    return got.block
+
+
 def test_a_memory_sharing_no_word_with_the_message_is_found_by_meaning(
     engine: Engine, role_id: int, server: EmbeddingsServer
 ) -> None:
@@ -134,29 +156,10 @@ def test_a_memory_sharing_no_word_with_the_message_is_found_by_meaning(
     emb = OpenAIEmbedder(server.base_url, "fake-embed")
     embed_scope(engine, emb, role_id, SCOPE)
     settings = MemorySettings(pool=3, semantic_scan=100)
-    # English: no word (nor concept of nekoflow.memory.concepts) in common with the memory
-    message = "Do I grow any berries?"
-    now = START + timedelta(days=10)
-
-    def top(qv: list[float] | None) -> str:
-        with Session(engine) as s:
-            got = prompt_memories(
-                s,
-                role_id=role_id,
-                scope_id=SCOPE,
-                message=message,
-                context=[],
-                now=now,
-                settings=settings,
-                query_vector=qv,
-                embeddings_model="fake-embed" if qv else None,
-            )
-        return got.block
-
-    assert "草莓" not in top(None)  # lexically unreachable
-    qv = query_vector(emb, message, timeout=5)
+    assert "草莓" not in _block(engine, role_id, settings, None)  # lexically unreachable
+    qv = query_vector(emb, BERRIES, timeout=5)
     assert qv is not None
-    assert "草莓" in top(qv).splitlines()[0]  # by meaning, first
+    assert "草莓" in _block(engine, role_id, settings, qv).splitlines()[0]  # by meaning, first
 
 
 def test_a_failing_endpoint_names_the_status_never_the_text(server: EmbeddingsServer) -> None:
@@ -193,19 +196,7 @@ def test_the_vector_scan_covers_the_whole_scope_not_the_newest_hundred(
         s.commit()
     emb = OpenAIEmbedder(server.base_url, "fake-embed")
     embed_scope(engine, emb, role_id, SCOPE, batch=64, max_batches=100)
-    message = "Do I grow any berries?"
-    qv = query_vector(emb, message, timeout=5)
+    qv = query_vector(emb, BERRIES, timeout=5)
     assert qv is not None
-    with Session(engine) as s:
-        got = prompt_memories(
-            s,
-            role_id=role_id,
-            scope_id=SCOPE,
-            message=message,
-            context=[],
-            now=START + timedelta(days=10),
-            settings=MemorySettings(pool=3),  # the default scan: the whole (small) scope
-            query_vector=qv,
-            embeddings_model="fake-embed",
-        )
-    assert "草莓" in got.block.splitlines()[0]  # 300 newer memories did not push it out
+    # the default scan (the whole, small, scope): 300 newer memories did not push it out
+    assert "草莓" in _block(engine, role_id, MemorySettings(pool=3), qv).splitlines()[0]

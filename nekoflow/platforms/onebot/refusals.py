@@ -18,19 +18,19 @@ def refusal_key(prefix: str) -> str:
     return f"{prefix}:onebot:refused"
 
 
-def refusal_record(why: str, peer: str, at: float | None = None) -> str:
-    """What is stored for one refusal: its reason (never a token) and the peer's address."""
-    return json.dumps({"at": int(at if at is not None else time.time()), "why": why, "peer": peer})
+def refusal_record(why: str, peer: str) -> str:
+    """What is stored for one refusal now: its reason (never a token) and the peer's address."""
+    return json.dumps({"at": int(time.time()), "why": why, "peer": peer})
 
 
-def last_refusal(client: Any, prefix: str, now: float | None = None) -> str | None:
+def last_refusal(client: Any, prefix: str) -> str | None:
     """The newest refusal as one phrase ("12 s ago from 10.0.0.5: …"), or None."""
     raw = client.get(refusal_key(prefix))
     if raw is None:
         return None
     try:
         record = json.loads(raw)
-        ago = max(int((now if now is not None else time.time()) - int(record["at"])), 0)
+        ago = max(int(time.time() - int(record["at"])), 0)
         return f"{ago} s ago from {record['peer']}: {record['why']}"
     except (ValueError, KeyError, TypeError):
         return None
