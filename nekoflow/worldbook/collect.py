@@ -32,12 +32,12 @@ from nekoflow.worldbook.hits import (  # noqa: F401  (Hit, Drop, dropped: re-exp
     Drop,
     Hit,
     dropped,
+    rank_key,
     source_score,
 )
 from nekoflow.worldbook.keys import secondary_ok
 from nekoflow.worldbook.models import (
     ALWAYS_SOURCE,
-    ENTRY_TYPE_PRIORITY,
     WorldBook,
     WorldBookEntry,
     WorldBookRecallConfig,
@@ -224,14 +224,8 @@ class Collector:
                         hit = Hit(book, book_idx, e, i, sources, keys, count)
                         pending.append((hit.key, hit, asst))
                     else:  # most assistant candidates lose the cap: no hit made for them yet
-                        key = (
-                            -(fields["priority"] + fields["weight"]),
-                            -fields["priority"],
-                            -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
-                            len(fields["content"]),
-                            book_idx,
-                            i,
-                        )
+                        score = fields["priority"] + fields["weight"]
+                        key = rank_key(fields, score, book_idx, i)
                         pending.append((key, (book, book_idx, e, i, count), asst))
                 elif sources:
                     hits.append(Hit(book, book_idx, e, i, sources, keys, count))

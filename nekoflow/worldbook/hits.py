@@ -34,6 +34,21 @@ def source_score(source: str) -> int:
     return _SCORES.get(source, 0)
 
 
+def rank_key(
+    fields: dict, score: int, book_idx: int, entry_idx: int
+) -> tuple[int, int, int, int, int, int]:
+    """A hit's sort key from its entry's field values (``entry.__dict__``) and ``score``:
+    highest score, then priority, then entry type, shortest content, then book and entry order."""
+    return (
+        -score,
+        -fields["priority"],
+        -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
+        len(fields["content"]),
+        book_idx,
+        entry_idx,
+    )
+
+
 class Hit:
     """A fired entry before ranking and budgets (cheap; models are built only for the winners)."""
 
@@ -84,14 +99,7 @@ class Hit:
         #: The entry's rules (read once: selection looks at them for every hit).
         self.rules: EntryRules = fields["rules"]
         #: The sort key (see :meth:`rank`), made once: recall sorts the hits on every step.
-        self.key: tuple[int, int, int, int, int, int] = (
-            -score,
-            -priority,
-            -ENTRY_TYPE_PRIORITY.get(fields["entry_type"], 0),
-            len(fields["content"]),
-            book_idx,
-            entry_idx,
-        )
+        self.key: tuple[int, int, int, int, int, int] = rank_key(fields, score, book_idx, entry_idx)
 
     def matched_keywords(self) -> list[str]:
         """The primary keywords found, per fired source in order (each once)."""
