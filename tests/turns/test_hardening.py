@@ -10,11 +10,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -257,9 +261,30 @@ def _rabbitmq_up() -> bool:
         return False
 
 
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+
+
+@pytest.fixture
+def rabbitmq_alone() -> Iterator[str]:
+    """RabbitMQ's default vhost for this test alone: other pytest processes wait on a file lock
+    (their workers would consume this test's turns from the shared queues and drop them as
+    unknown), and messages an earlier run left in the queues are purged first."""
+    from tasks.app import app
+
+    lock = Path(tempfile.gettempdir()) / "nekoflow-tests-rabbitmq.lock"
+    with lock.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            with app.connection_for_write(AMQP) as conn:
+                app.control.purge(connection=conn)
+            yield AMQP
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @pytest.mark.skipif(not _rabbitmq_up(), reason="RabbitMQ is not running on 127.0.0.1:5672")
 def test_workers_on_rabbitmq_share_cooldowns_and_autostate_through_redis(
-    live, workers, worker_env, redis_client: redis.Redis, redis_url: str
+    live, workers, worker_env, redis_client: redis.Redis, redis_url: str, rabbitmq_alone: str
 ) -> None:
     from nekoflow.storage.dialogue import Role
 
@@ -273,7 +298,7 @@ def test_workers_on_rabbitmq_share_cooldowns_and_autostate_through_redis(
         ],
     )
     WorldBookStore(live.engine).import_books([book])
-    amqp = "amqp://guest:guest@127.0.0.1:5672//"
+    amqp = rabbitmq_alone
     env = {
         "NEKOFLOW_BROKER_URL": amqp,
         "NEKOFLOW_REDIS_URL": redis_url,
