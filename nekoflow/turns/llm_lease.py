@@ -199,6 +199,10 @@ class _Beats:
         self._held: dict[int, _Held] = {}
         self._next_key = 0
         self._pid: int | None = None
+        #: When the thread wakes next by itself (None: it waits to be woken). A new beat due
+        #: no earlier needs no wake-up: every stage adds one, and waking the thread for each
+        #: cost a context switch per stage.
+        self._until: float | None = None
 
     def add(self, renew: Callable[[], bool], period: float) -> int:
         """Start calling ``renew`` every ``period`` seconds; returns the key that stops it."""
@@ -206,10 +210,13 @@ class _Beats:
             if self._pid != os.getpid():  # first use, or a forked child: the thread is not here
                 self._held.clear()
                 self._pid = os.getpid()
+                self._until = None
                 threading.Thread(target=self._run, name="llm-lease-heartbeat", daemon=True).start()
             self._next_key += 1
-            self._held[self._next_key] = _Held(renew, period, time.monotonic() + period)
-            self._wake.notify()
+            due = time.monotonic() + period
+            self._held[self._next_key] = _Held(renew, period, due)
+            if self._until is None or due < self._until:
+                self._wake.notify()
             return self._next_key
 
     def remove(self, key: int) -> None:
@@ -226,8 +233,9 @@ class _Beats:
                 now = time.monotonic()
                 due = [(k, h) for k, h in self._held.items() if h.due <= now]
                 if not due:
-                    nxt = min((h.due for h in self._held.values()), default=None)
-                    self._wake.wait(None if nxt is None else nxt - now)
+                    self._until = min((h.due for h in self._held.values()), default=None)
+                    self._wake.wait(None if self._until is None else self._until - now)
+                    self._until = None  # awake: a beat added now is seen before the next wait
                     continue
                 for _, h in due:
                     h.due = now + h.period

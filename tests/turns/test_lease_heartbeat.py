@@ -155,3 +155,26 @@ def test_an_open_delivery_is_kept_fresh_while_it_is_being_sent(engine: Engine) -
     assert [r.turn_id for r in stalled_deliveries(engine, older_than=timedelta(seconds=LEASE))] == [
         "d"
     ]
+
+
+def test_the_beat_thread_is_woken_only_for_a_beat_due_before_its_own_wake_up() -> None:
+    """A beat due sooner than the thread's next wake-up is renewed on time (the thread is
+    woken); one due later waits for that wake-up (no context switch per stage)."""
+    from nekoflow.turns.llm_lease import _Beats
+
+    beats, calls = _Beats(), []
+    slow = beats.add(lambda: calls.append("slow") or True, 30.0)
+    time.sleep(0.05)  # the thread now sleeps until the slow beat is due
+    woken = []
+    real_notify = beats._wake.notify
+    beats._wake.notify = lambda n=1: (woken.append(n), real_notify(n))  # type: ignore[method-assign]
+    later = beats.add(lambda: True, 60.0)
+    assert woken == [], "a beat due after the thread's own wake-up needs no wake-up"
+    fast = beats.add(lambda: calls.append("fast") or True, 0.1)
+    assert woken == [1]
+    deadline = time.monotonic() + 5
+    while calls.count("fast") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls.count("fast") >= 2 and "slow" not in calls
+    for key in (slow, later, fast):
+        beats.remove(key)
