@@ -24,7 +24,7 @@ _LABELS = {
     "user.dislikes": "用户不喜欢", "user.allergy": "用户过敏", "user.vet": "用户的兽医",
     "user.doctor": "用户的医生", "user.dentist": "用户的牙医", "user.therapist": "用户的心理医生",
     "user.roommate": "用户的室友", "user.boss": "用户的老板", "user.phone": "用户的手机",
-    "user.car": "用户的车", "user.gym": "用户运动健身的地方",
+    "user.car": "用户的车", "user.gym": "用户运动健身的地方", "user.major": "用户的专业",
 }  # fmt: skip
 
 
@@ -37,8 +37,10 @@ def slot_label(slot: str) -> str:
         return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}的名字"
     if slot.startswith("user.family.") and len(parts) >= 4:
         rel = ".".join(parts[2:-1])
-        what = "生日" if parts[-1] == "birthday" else "名字"
-        return f"用户的{_RELATION_LABEL.get(rel, rel)}的{what}"
+        who = _RELATION_LABEL.get(rel, rel)
+        if parts[-1] == "home_city":
+            return f"用户的{who}住的城市"
+        return f"用户的{who}的{_FAMILY_FIELD.get(parts[-1], '名字')}"
     if slot.startswith("user.favourite."):
         return f"用户最喜欢的{slot.removeprefix('user.favourite.')}"
     if slot.startswith("user.plan."):
@@ -50,6 +52,8 @@ def slot_label(slot: str) -> str:
     return "用户的" + slot.removeprefix("user.")
 
 
+_FAMILY_FIELD = {"name": "名字", "birthday": "生日", "job": "职业"}
+"""What a relative's fact is about, in words (``user.family.<relation>.<field>``)."""
 _SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
 _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
     (
@@ -63,6 +67,14 @@ _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
             if k in _SPECIES_OF_LABEL
             else f"user.family.{_RELATION_OF_LABEL.get(k, k)}.name"
         ),
+    ),
+    (
+        re.compile(r"^用户的(.+)的职业$"),
+        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.job",
+    ),
+    (
+        re.compile(r"^用户的(.+)住的城市$"),
+        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.home_city",
     ),
     (re.compile(r"^用户最喜欢的(.+)$"), lambda k: f"user.favourite.{k}"),
     (re.compile(r"^用户的安排·(.+)$"), lambda k: f"user.plan.{k}"),

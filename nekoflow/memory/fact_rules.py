@@ -66,8 +66,12 @@ QUESTION_CLAUSE = re.compile(
 )
 """A clause that asks: ends in a question particle, holds a wh-word, or starts like a question."""
 
+_RELATIVES_CN = "|".join(sorted(map(re.escape, _RELATION_CN), key=len, reverse=True))
+_RELATIVES_EN = "|".join(sorted(map(re.escape, _RELATION_EN), key=len, reverse=True))
 THIRD_PERSON_START = re.compile(
-    r"^[\s\x00]*(?:他|她|它|(?:he|she|they|my (?:friend|colleague|boss|roommate)s?)\b)", IGNORE
+    rf"^[\s\x00]*(?:他|她|它|我的?(?:{_RELATIVES_CN})|"
+    rf"(?:he|she|they|my (?:friend|colleague|boss|roommate|{_RELATIVES_EN})s?)\b)",
+    IGNORE,
 )
 CHANGE = re.compile(
     r"搬到|搬去|搬家|换了|改名|改成|改到|改去|现在是|现在叫|现在在|不再|已经不|新的|新工作|辞职|戒了|"
@@ -76,7 +80,9 @@ CHANGE = re.compile(
 )
 
 _CJK = r"\u4e00-\u9fff"
-NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的])[{_CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
+_STUDENT_CN = {"研究生": "研究生", "硕士": "研究生", "博士": "博士生", "大学": "大学生",
+               "本科": "大学生", "高中": "高中生", "初中": "初中生"}  # fmt: skip
+NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的只条头])[{_CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
 CN_RUN = rf"(?P<v>[{_CJK}A-Za-z0-9·]{{1,16}})"
 EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
 EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|now|either|because|since|more|these|when|if)\b)[A-Za-z][\w'-]*){0,2})"
@@ -97,6 +103,7 @@ _NOT_VALUES = frozenset(
      "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad",
      "一家", "一个", "一所", "家", "个"}
 )  # fmt: skip
+_DURATION_CN = re.compile(r"(?:快|都|已经)?[一二三四五六七八九十两几半\d]+多?(?:年|个多?月|天|周|个星期).*$")
 _EN_LEAD = re.compile(r"^(?:the|a|an|my|our)\s+", IGNORE)
 
 
@@ -118,6 +125,8 @@ def clean_value(slot: str, value: str) -> str:
         v = re.sub(
             r"\s+(?:now|anymore|any more|lol|haha|btw|too|so much|a lot)$", "", v, flags=IGNORE
         )
+    if slot.endswith(("home_city", "hometown")):
+        v = _DURATION_CN.sub("", v)
     v = v.strip(" .,!~")
     if not v or v.lower() in _NOT_VALUES:
         return ""
@@ -189,7 +198,7 @@ _DATE_EN = (
 )
 _ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真)*"
 _ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still )*"
-_EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though)\b|\s*[^\x00-\x7f]))"
+_EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|in|on|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently)\b|\s*[^\x00-\x7f]))"
 
 RULES: tuple[Rule, ...] = (
     # --- identity ---------------------------------------------------------------------------
@@ -236,7 +245,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- pets and family --------------------------------------------------------------------
     _r(
-        rf"我(?:家|的|家的|们家|们家的|养的)?(?:那只|这只|那条|这条|小)?(?P<k>{_SP_CN})(?:的名字|现在|改名)?(?:叫|是)\s*"
+        rf"我(?:家|的|家的|们家|们家的|养的)?(?:那只|这只|那条|这条|小)?(?P<k>{_SP_CN})(?:是(?:一)?(?:只|条)[{_CJK}]{{1,5}}?[,\s]+)?(?:的名字|现在|改名)?(?:叫|是)\s*"
         + NAME,
         _keyed("user.pet.", _SPECIES_CN),
     ),
@@ -255,13 +264,34 @@ RULES: tuple[Rule, ...] = (
         _keyed("user.pet.", _SPECIES_EN),
     ),
     _r(
-        rf"\b(?:i|we) (?:have|got|adopted|own|just got|just adopted) (?:a|an|one|two) (?:new |little |cute |black |white |orange |fat |tiny |old )*(?P<k>{_SP_EN})\s*,?\s*(?:called|named|whose name is|her name is|his name is)\s+"
+        rf"\b(?:i|we) (?:have|got|adopted|own|just got|just adopted) (?:a|an|one|two) (?:(?:new|little|cute|black|white|orange|fat|tiny|old|{_SP_EN}) )*(?P<k>{_SP_EN})\s*,?\s*(?:called|named|whose name is|her name is|his name is)\s+"
         + NAME,
         _keyed("user.pet.", _SPECIES_EN),
     ),
     _r(
         rf"我(?:的)?(?P<k>{_REL_CN})(?:的名字)?(?:叫|名叫|名字是)\s*" + NAME,
         _keyed("user.family.", _RELATION_CN),
+    ),
+    _r(
+        rf"我(?:的)?(?P<k>{_REL_CN})(?:现在|目前|以前)?(?:是|当|做)(?:一名|一个|个|名|位)?(?P<v>{_JOB_CN})",
+        _keyed("user.family.", _RELATION_CN, ".job"),
+    ),
+    _r(
+        rf"我(?:的)?(?P<k>{_REL_CN})(?:现在|目前|一直)?(?:住在|住)(?!院|宿舍|的|了|过|着|一|几|进)"
+        + CN_RUN,
+        _keyed("user.family.", _RELATION_CN, ".home_city"),
+    ),
+    _r(
+        rf"\bmy (?P<k>{_REL_EN})(?: is|'s) (?:a|an) (?:(?:new|junior|senior|retired|part-time) )?(?P<v>{_JOBS_EN})\b",
+        _keyed("user.family.", _RELATION_EN, ".job"),
+    ),
+    _r(
+        rf"\bmy (?P<k>{_REL_EN}) (?:now |still )?works as (?:a|an) (?P<v>[a-z][a-z ]{{1,30}}?)(?=\s+(?:at|in|for|and|but|now)\b|\s*[,.!;~\x00]|$)",
+        _keyed("user.family.", _RELATION_EN, ".job"),
+    ),
+    _r(
+        rf"\bmy (?P<k>{_REL_EN}) (?:now |currently |still )?lives in " + EN_WORDS + _EN_END,
+        _keyed("user.family.", _RELATION_EN, ".home_city"),
     ),
     _r(
         rf"我(?:的)?(?P<k>{_REL_CN})的生日(?:是|在)?\s*(?P<v>{_DATE_CN})",
@@ -340,13 +370,27 @@ RULES: tuple[Rule, ...] = (
         + _EN_END,
         _one("user.school"),
     ),
+    _r(
+        r"我(?:现在|目前)?(?:还|正)?在(?:读|念)(?P<v>研究生|硕士|博士|大学|本科|高中|初中)(?!的)",
+        lambda m: [("user.job", _STUDENT_CN[m.group("v")])],
+    ),
+    _r(
+        rf"(?:我|^|[,\x00]\s*)(?:的|现在|目前)?(?:专业是|主修|学的专业是)(?P<v>[{_CJK}A-Za-z]{{2,10}})",
+        _one("user.major"),
+        first_person=False,
+    ),
+    _r(
+        r"\b(?:i(?:'m| am) (?:majoring|a major) in|my major is|i major in|i(?:'m| am) studying) (?P<v>[a-z][a-z ]{1,30}?)"
+        + _EN_END,
+        _one("user.major"),
+    ),
     # --- places -------------------------------------------------------------------------------
     _r(
         r"我(?:现在|目前|一直)?(?:住在|住)(?!院|宿舍|的|了|过|着|一|几|进)" + CN_RUN,
         _one("user.home_city"),
     ),
     _r(
-        r"(?:我|我们|我家|^|[,\x00]\s*)(?:已经|刚|上个月|去年|前段时间|最近|终于)?(?:搬到了?|搬去了?|搬家到|搬回了?|移居到?)\s*"
+        r"(?:我|我们|我家|^|[,\x00]\s*)(?:已经|刚|上个月|去年|前段时间|最近|终于)?(?:搬到了?|搬去了?|搬家到|搬回了?|移居到?)\s*(?:老家|家乡)?"
         + CN_RUN,
         _one("user.home_city"),
         change=True,
@@ -355,7 +399,12 @@ RULES: tuple[Rule, ...] = (
     _r(r"我(?:是|算)(?P<v>[\u4e00-\u9fff]{2,6}?)人(?![员气生])", _one("user.hometown")),
     _r(r"我(?:的)?老家(?:是|在)?" + CN_RUN, _one("user.hometown")),
     _r(r"我来自" + CN_RUN, _one("user.hometown")),
-    _r(r"\bi (?:currently |still )?live in " + EN_WORDS + _EN_END, _one("user.home_city")),
+    _r(
+        r"\bi(?:'ve been| have been|'m| am)? (?:currently |still |now )?(?:live|living) in "
+        + EN_WORDS
+        + _EN_END,
+        _one("user.home_city"),
+    ),
     _r(
         r"\b(?:i|we) (?:just |recently |finally )?(?:moved|relocated) (?:to|back to) "
         + EN_WORDS
@@ -446,10 +495,14 @@ RULES: tuple[Rule, ...] = (
         _plan("plan"),
     ),
     _r(
+        rf"我(?:要|得|准备|打算|计划|约了)(?P<t>{_TIME_CN})(?P<e>[{_CJK}A-Za-z]{{2,10}})",
+        _plan("plan"),
+    ),
+    _r(
         rf"(?P<e>[{_CJK}]{{2,6}})(?:改到|改成|推到)了?(?P<t>{_TIME_CN})", _plan("plan"), change=True
     ),
     _r(
-        rf"\bi (?:have|got|'ve got) (?:a|an|my) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on )?(?P<t>{_TIME_EN})\b",
+        rf"\bi (?:have|got|'ve got) (?:a|an|my) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
         _plan("plan"),
     ),
     _r(
@@ -458,16 +511,21 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(rf"\bremind me to (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on )?(?P<t>{_TIME_EN})\b", _plan("plan")),
     _r(
-        rf"\bi(?:'m| am) (?:going to|gonna) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on )?(?P<t>{_TIME_EN})\b",
+        rf"\bi(?:'m| am) (?:going to|gonna) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
         _plan("plan"),
     ),
     _r(
-        rf"\bi promise (?:i'll|i will|to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on )?(?P<t>{_TIME_EN})\b",
+        rf"\bi promise (?:i'll|i will|to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
         _plan("promise"),
     ),
     _r(
-        rf"我(?:答应你|保证|发誓)(?P<t>{_TIME_CN})(?:一定)?(?:会)?(?P<e>[{_CJK}]{{2,10}})",
+        rf"\bi(?:'m| am) (?:training|preparing|signed up|registered) for (?:a|an|the|my) (?P<e>[a-z][a-z' -]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
+        _plan("plan"),
+    ),
+    _r(
+        rf"(?:我|^|[,\x00]\s*)(?:答应(?:过)?你(?:的|了)?|保证|发誓)[,\s]*(?P<t>{_TIME_CN})(?:一定|会|就)*(?P<e>[{_CJK}]{{2,10}})",
         _plan("promise"),
+        first_person=False,
     ),
     _r(rf"(?P<t>{_PAST_CN})我(?:去)?(?P<e>[{_CJK}]{{2,8}}?)了", _plan("event")),
     _r(

@@ -115,3 +115,29 @@ def test_a_family_birthday_label_reads_back_as_its_slot() -> None:
     assert label == "用户的妈妈的生日"
     assert slot_of_label(label) == "user.family.mother.birthday"
     assert slot_of_label(slot_label("user.pet.cat.name")) == "user.pet.cat.name"
+
+
+def test_a_relatives_job_and_city_and_the_users_major_read_back_as_their_slots() -> None:
+    from nekoflow.memory.fact_labels import slot_label, slot_of_label
+
+    assert slot_label("user.family.husband.job") == "用户的丈夫的职业"
+    assert slot_label("user.family.brother.home_city") == "用户的兄弟住的城市"
+    assert slot_label("user.major") == "用户的专业"
+    for slot in ("user.family.husband.job", "user.family.brother.home_city", "user.major"):
+        assert slot_of_label(slot_label(slot)) == slot
+    assert slot_of_label("用户现在住的城市") == "user.home_city"  # not a relative's
+
+
+def test_a_sentence_about_a_relative_gives_the_user_no_subjectless_facts() -> None:
+    """Chinese drops the subject of a second clause: after 我姐姐, "在腾讯上班" is hers."""
+
+    def pairs(text: str) -> list[tuple[str, str]]:
+        return [(f.slot, f.value) for f in extract_facts(text)]
+
+    assert pairs("我姐姐住在深圳,在腾讯上班") == [("user.family.sister.home_city", "深圳")]
+    assert pairs("我妈妈明天要来看我") == []
+    assert pairs("my dad works nights at the hospital") == []
+    assert set(pairs("我住在深圳,在腾讯上班")) == {
+        ("user.home_city", "深圳"),
+        ("user.workplace", "腾讯"),
+    }
