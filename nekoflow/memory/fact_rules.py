@@ -103,7 +103,9 @@ _NOT_VALUES = frozenset(
      "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad",
      "一家", "一个", "一所", "家", "个"}
 )  # fmt: skip
-_DURATION_CN = re.compile(r"(?:快|都|已经)?[一二三四五六七八九十两几半\d]+多?(?:年|个多?月|天|周|个星期).*$")
+_DURATION_CN = re.compile(
+    r"(?:快|都|已经)?[一二三四五六七八九十两几半\d]+多?(?:年|个多?月|天|周|个星期).*$"
+)
 _EN_LEAD = re.compile(r"^(?:the|a|an|my|our)\s+", IGNORE)
 
 
@@ -168,7 +170,7 @@ def _keyed(
 
 def _plan(kind: str) -> Callable[[re.Match[str]], list[tuple[str, str]]]:
     def read(m: re.Match[str]) -> list[tuple[str, str]]:
-        event = re.sub(r"^(?:去|来|到|参加)(?=..)", "", m.group("e").strip())
+        event = re.sub(r"^(?:(?:去|来|到)(?:参加)?|参加)(?=..)", "", m.group("e").strip())
         event = re.sub(r"(?:了|啦|呀|哦|吧|啊|呢)+$", "", event)
         event = re.sub(r"^(?:a|an|the|my)\s+", "", event, flags=IGNORE).strip()
         when = re.sub(r"^on\s+", "", m.group("t").strip(), flags=IGNORE)
@@ -308,6 +310,11 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- work, school, schedule ---------------------------------------------------------------
     _r(rf"我(?:现在|目前)?(?:是|当|做)(?:一名|一个|个|名|位)?(?P<v>{_JOB_CN})", _one("user.job")),
+    _r(
+        rf"(?:我|^|[,\x00]\s*)(?:现在|目前|最近)?(?:还|也)?在[^,\x00]{{1,14}}?(?:做|当)(?:一名|一个|个|名|位)?(?P<v>{_JOB_CN})",
+        _one("user.job"),
+        first_person=False,
+    ),
     _r(rf"我(?:的)?(?:工作|职业)是(?P<v>[{_CJK}A-Za-z]{{2,8}})", _one("user.job")),
     _r(
         rf"\b(?:i'm|i am|im) (?:a|an) (?:(?:new|junior|senior|freelance|full-time|part-time|trainee|student) )?(?P<v>{_JOBS_EN})\b",
@@ -395,6 +402,11 @@ RULES: tuple[Rule, ...] = (
         _one("user.home_city"),
         change=True,
     ),
+    _r(
+        r"(?:^|[,\x00]\s*)(?:现在|目前|一直)?住在" + CN_RUN,
+        _one("user.home_city"),
+        first_person=False,
+    ),
     _r(r"我现在是" + rf"(?P<v>[{_CJK}]{{2,6}}?)人", _one("user.home_city"), change=True),
     _r(r"我(?:是|算)(?P<v>[\u4e00-\u9fff]{2,6}?)人(?![员气生])", _one("user.hometown")),
     _r(r"我(?:的)?老家(?:是|在)?" + CN_RUN, _one("user.hometown")),
@@ -414,6 +426,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(r"\b(?:i'm|i am|im) (?:originally )?from " + EN_WORDS + _EN_END, _one("user.hometown")),
     _r(r"\bmy hometown is " + EN_WORDS + _EN_END, _one("user.hometown")),
+    _r(r"\bi grew up in " + EN_WORDS + _EN_END, _one("user.hometown")),
     _r(
         rf"(?:去|在)(?P<v>[{_CJK}]{{0,8}}?(?:健身房|游泳馆|游泳池|攀岩馆|瑜伽馆|羽毛球馆|球馆|拳馆|舞蹈室|跆拳道馆))",
         _one("user.gym"),
@@ -502,7 +515,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?P<e>[{_CJK}]{{2,6}})(?:改到|改成|推到)了?(?P<t>{_TIME_CN})", _plan("plan"), change=True
     ),
     _r(
-        rf"\bi (?:have|got|'ve got) (?:a|an|my) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
+        rf"\bi(?: have| got|'ve got| have got) (?:a|an|my) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{_TIME_EN})\b",
         _plan("plan"),
     ),
     _r(
@@ -527,7 +540,11 @@ RULES: tuple[Rule, ...] = (
         _plan("promise"),
         first_person=False,
     ),
-    _r(rf"(?P<t>{_PAST_CN})我(?:去)?(?P<e>[{_CJK}]{{2,8}}?)了", _plan("event")),
+    _r(
+        rf"(?P<t>{_PAST_CN})我(?:去|刚)?(?P<e>[{_CJK}]{{1,4}}了[{_CJK}]{{1,8}})(?=[,.!~\x00]|$)",
+        _plan("event"),
+    ),
+    _r(rf"(?P<t>{_PAST_CN})我(?:去)?(?P<e>[{_CJK}]{{2,8}}?)了(?=[,.!~\x00]|$)", _plan("event")),
     _r(
         rf"(?:我|我们)(?:换了|换了个|换了一个|有了|有个)(?:新的?)(?P<k>{_alt(_THINGS_CN)})[,\s]*(?:叫|是|姓)\s*"
         + CN_RUN,

@@ -26,7 +26,7 @@ __all__ = ["Fact", "extract_facts", "fact_key", "is_question", "multi_valued", "
 
 _SENTENCE = re.compile(r"[^。!?\n;]+[。!?;]*|[。!?;]+")
 _CLAUSE = re.compile(r"[^,、~]+[,、~]*")
-_LATIN = re.compile(r"[A-Za-z]{2}")
+_LATIN = re.compile(r"[A-Za-z]")  # "I'm 41." holds no two letters in a row
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
