@@ -51,7 +51,14 @@ from nekoflow.memory.fact_vocab import (
     TIME_EN as _TIME_EN,
 )
 
-__all__ = ["CHANGE", "QUESTION_CLAUSE", "RULES", "THIRD_PERSON_START", "clean_value"]
+__all__ = [
+    "CHANGE",
+    "HYPOTHETICAL",
+    "QUESTION_CLAUSE",
+    "RULES",
+    "THIRD_PERSON_START",
+    "clean_value",
+]
 
 IGNORE = re.IGNORECASE
 
@@ -68,6 +75,13 @@ QUESTION_CLAUSE = re.compile(
 
 _RELATIVES_CN = "|".join(sorted(map(re.escape, _RELATION_CN), key=len, reverse=True))
 _RELATIVES_EN = "|".join(sorted(map(re.escape, _RELATION_EN), key=len, reverse=True))
+HYPOTHETICAL = re.compile(
+    r"^[\s\x00]*(?:如果|要是|假如|假设|万一|但愿|若是|(?:if|i wish|wish|imagine|suppose|what if)\b)"
+    r"|就好了[\s!~.。]*$|多好[\s!~.。啊呀]*$",
+    IGNORE,
+)
+"""A clause that wishes or supposes ("如果我住在北京就好了", "I wish I lived in Paris"): no fact."""
+
 THIRD_PERSON_START = re.compile(
     rf"^[\s\x00]*(?:他|她|它|我的?(?:{_RELATIVES_CN})|"
     rf"(?:he|she|they|my (?:friend|colleague|boss|roommate|{_RELATIVES_EN})s?)\b)",
@@ -101,6 +115,7 @@ _NOT_VALUES = frozenset(
      "please", "maybe", "sometime", "tomorrow", "now", "again", "anytime", "whatever", "crazy",
      "a", "an", "the", "so", "not", "sure", "tired", "fine", "ok", "okay", "here", "home",
      "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad",
+     "anymore", "more", "much", "anything", "right", "lately",
      "一家", "一个", "一所", "家", "个"}
 )  # fmt: skip
 _DURATION_CN = re.compile(
@@ -125,7 +140,10 @@ def clean_value(slot: str, value: str) -> str:
         if slot not in ("user.workplace", "user.vet"):
             v = _EN_LEAD.sub("", v) if slot in ("user.likes", "user.dislikes") else v
         v = re.sub(
-            r"\s+(?:now|anymore|any more|lol|haha|btw|too|so much|a lot)$", "", v, flags=IGNORE
+            r"\s+(?:now|anymore|any more|lol|haha|btw|too|so much|a lot|lately|recently|these days)$",
+            "",
+            v,
+            flags=IGNORE,
         )
     if slot.endswith(("home_city", "hometown")):
         v = _DURATION_CN.sub("", v)
@@ -468,6 +486,15 @@ RULES: tuple[Rule, ...] = (
         rf"我{_ADV_CN}(?<!不)(?:喜欢|爱)(?!的|你|过|死|这|那|和|跟|上|被|着)(?:吃|喝|看|玩|听)?(?P<v>[{_CJK}A-Za-z]{{1,10}})",
         _one("user.likes"),
     ),
+    _r(
+        rf"我{_ADV_CN}(?:最近)?(?:迷上了?|爱上了?)(?!你|他|她|一个人|了)(?:吃|喝|看|玩|听)?(?P<v>[{_CJK}A-Za-z]{{1,10}})",
+        _one("user.likes"),
+    ),
+    _r(
+        r"\bi(?:'m|'ve been| am| have been) (?:really |so |totally |kinda )?into " + EN_OBJ,
+        _one("user.likes"),
+    ),
+    _r(r"\bi (?:can't|cannot|can not) (?:eat|drink|have) " + EN_OBJ, _one("user.allergy")),
     _r(rf"我(?:对)?(?P<v>[{_CJK}A-Za-z]{{1,8}}?)过敏", _one("user.allergy")),
     _r(
         r"\bi(?:'m| am|m)? (?:very |really |super |severely )?allergic to " + EN_OBJ,
@@ -508,8 +535,9 @@ RULES: tuple[Rule, ...] = (
         _plan("plan"),
     ),
     _r(
-        rf"我(?:要|得|准备|打算|计划|约了)(?P<t>{_TIME_CN})(?P<e>[{_CJK}A-Za-z]{{2,10}})",
+        rf"(?:我|^|[,\x00]\s*)(?:要|得|准备|打算|计划|约了)(?P<t>{_TIME_CN})(?P<e>[{_CJK}A-Za-z]{{2,10}})",
         _plan("plan"),
+        first_person=False,
     ),
     _r(
         rf"(?P<e>[{_CJK}]{{2,6}})(?:改到|改成|推到)了?(?P<t>{_TIME_CN})", _plan("plan"), change=True
@@ -564,6 +592,12 @@ RULES: tuple[Rule, ...] = (
     _r(
         r"我(?:们)?(?:家)?的?(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*" + CN_RUN,
         lambda m: [(f"user.{_THINGS_CN[m.group('k')]}", m.group("v"))],
+    ),
+    _r(
+        rf"\b(?:i|we) (?:got|have|found|switched to) a new (?P<k>{_alt(_THINGS_EN)})\s*,?\s*(?:called |named )?(?P<v>(?-i:(?:Dr\.? |Mr\.? |Ms\.? |Mrs\.? )?[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?))"
+        + _EN_END,
+        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        change=True,
     ),
     _r(
         rf"\b(?:my|our) new (?P<k>{_alt(_THINGS_EN)}) (?:is|'s) (?P<v>(?:Dr\. |Dr )?[A-Za-z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?)"

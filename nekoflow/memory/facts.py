@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from nekoflow.memory.fact_labels import slot_label
 from nekoflow.memory.fact_rules import (
     CHANGE,
+    HYPOTHETICAL,
     QUESTION_CLAUSE,
     RULES,
     THIRD_PERSON_START,
@@ -92,6 +93,7 @@ def _statements(sentence: str) -> str:
     for i, clause in enumerate(clauses):
         last = i == len(clauses) - 1
         asks = is_question(clause) or (last and sentence.rstrip().endswith("?"))
+        asks = asks or HYPOTHETICAL.search(_norm(clause).strip(" ,、~")) is not None
         kept.append("\x00" * len(clause) if asks else clause)
     return "".join(kept)
 

@@ -144,3 +144,18 @@ def test_a_sentence_about_a_relative_gives_the_user_no_subjectless_facts() -> No
         ("user.home_city", "深圳"),
         ("user.workplace", "腾讯"),
     }
+
+
+def test_a_wish_or_a_supposition_states_nothing() -> None:
+    for text in (
+        "如果我住在北京就好了",
+        "要是我会做饭就好了",
+        "假如我是医生,我就天天给你看病",
+        "I wish I lived in Paris.",
+        "what if my name was Luna",
+    ):
+        assert extract_facts(text) == [], text
+    # the clause after a supposition can still state something
+    assert [(f.slot, f.value) for f in extract_facts("要是能早点下班就好了,我在银行上班")] == [
+        ("user.workplace", "银行")
+    ]
