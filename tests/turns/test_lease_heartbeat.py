@@ -18,6 +18,9 @@ from nekoflow.turns import store
 from nekoflow.turns.llm_lease import LeaseHeartbeat, claim_llm_call
 
 LEASE = 0.6  # renewed every 0.2 s
+TURN_LEASE = 1.5
+"""The turn heartbeat tests' lease (a beat every 0.5 s): a beat may land up to 1 s late, as on a
+busy CI box where a SQLite write waited out the 0.6 s lease's 0.4 s of slack."""
 
 
 def _claimed(engine: Engine, turn_id: str) -> str:
@@ -119,10 +122,10 @@ def test_a_turn_worked_on_is_never_stuck_and_a_finished_one_stops_beating(engine
             engine, TurnRun(turn_id=turn_id, channel="web", scope_id=f"s-{turn_id}", request={})
         )
         assert store.claim_run(engine, turn_id)[0] == "claimed"
-    with TurnHeartbeat(engine, "memory", lease_seconds=LEASE):
-        for _ in range(6):  # 1.5 s: well past the 0.6 s lease
+    with TurnHeartbeat(engine, "memory", lease_seconds=TURN_LEASE):
+        for _ in range(14):  # 3.5 s: well past the 1.5 s lease
             time.sleep(0.25)
-            stuck = stuck_turns(engine, older_than=timedelta(seconds=LEASE))
+            stuck = stuck_turns(engine, older_than=timedelta(seconds=TURN_LEASE))
             assert "memory" not in [r.turn_id for r in stuck]
         assert "idle" in [r.turn_id for r in stuck]  # nobody works on it: the sweeper's
         with engine.begin() as conn:  # the turn ends (delivery: nothing to send)
@@ -130,9 +133,9 @@ def test_a_turn_worked_on_is_never_stuck_and_a_finished_one_stops_beating(engine
                 "UPDATE turn_run SET status = 'done', delivery_status = 'sent'"
                 " WHERE turn_id = 'memory'"
             )
-        time.sleep(0.5)  # a beat already under way lands first
+        time.sleep(TURN_LEASE / 3 + 0.2)  # a beat already under way lands first
         ended = _updated(engine, "memory")
-        time.sleep(0.5)
+        time.sleep(TURN_LEASE / 3 * 2)
         assert _updated(engine, "memory") == ended  # finished and delivered: no more beats
 
 
@@ -147,14 +150,13 @@ def test_an_open_delivery_is_kept_fresh_while_it_is_being_sent(engine: Engine) -
         conn.exec_driver_sql(
             "UPDATE turn_run SET status = 'done', delivery_status = 'sending' WHERE turn_id = 'd'"
         )
-    with TurnHeartbeat(engine, "d", lease_seconds=LEASE):
-        for _ in range(6):
+    stale = timedelta(seconds=TURN_LEASE)
+    with TurnHeartbeat(engine, "d", lease_seconds=TURN_LEASE):
+        for _ in range(14):  # 3.5 s: well past the lease
             time.sleep(0.25)
-            assert not stalled_deliveries(engine, older_than=timedelta(seconds=LEASE))
-    time.sleep(LEASE + 0.1)
-    assert [r.turn_id for r in stalled_deliveries(engine, older_than=timedelta(seconds=LEASE))] == [
-        "d"
-    ]
+            assert not stalled_deliveries(engine, older_than=stale)
+    time.sleep(TURN_LEASE + 0.1)
+    assert [r.turn_id for r in stalled_deliveries(engine, older_than=stale)] == ["d"]
 
 
 def test_the_beat_thread_is_woken_only_for_a_beat_due_before_its_own_wake_up() -> None:
