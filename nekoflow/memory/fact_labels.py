@@ -37,10 +37,7 @@ def slot_label(slot: str) -> str:
         return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}的名字"
     if slot.startswith("user.family.") and len(parts) >= 4:
         rel = ".".join(parts[2:-1])
-        who = _RELATION_LABEL.get(rel, rel)
-        if parts[-1] == "home_city":
-            return f"用户的{who}住的城市"
-        return f"用户的{who}的{_FAMILY_FIELD.get(parts[-1], '名字')}"
+        return f"用户的{_RELATION_LABEL.get(rel, rel)}{_FAMILY_FIELD.get(parts[-1], '的名字')}"
     if slot.startswith("user.favourite."):
         return f"用户最喜欢的{slot.removeprefix('user.favourite.')}"
     if slot.startswith("user.plan."):
@@ -52,13 +49,17 @@ def slot_label(slot: str) -> str:
     return "用户的" + slot.removeprefix("user.")
 
 
-_FAMILY_FIELD = {"name": "名字", "birthday": "生日", "job": "职业"}
-"""What a relative's fact is about, in words (``user.family.<relation>.<field>``)."""
+_FAMILY_FIELD = {"birthday": "的生日", "job": "的职业", "home_city": "住的城市"}
+"""What a relative's fact is about, after the relative (``user.family.<relation>.<field>``; a
+name, ``的名字``, is read back with the pets'). Labels and slots are both made from this table."""
 _SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
 _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
-    (
-        re.compile(r"^用户的(.+)的生日$"),
-        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.birthday",
+    *(
+        (
+            re.compile(f"^用户的(.+){suffix}$"),
+            lambda k, field=field: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.{field}",
+        )
+        for field, suffix in _FAMILY_FIELD.items()
     ),
     (
         re.compile(r"^用户的(.+)的名字$"),
@@ -67,14 +68,6 @@ _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
             if k in _SPECIES_OF_LABEL
             else f"user.family.{_RELATION_OF_LABEL.get(k, k)}.name"
         ),
-    ),
-    (
-        re.compile(r"^用户的(.+)的职业$"),
-        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.job",
-    ),
-    (
-        re.compile(r"^用户的(.+)住的城市$"),
-        lambda k: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.home_city",
     ),
     (re.compile(r"^用户最喜欢的(.+)$"), lambda k: f"user.favourite.{k}"),
     (re.compile(r"^用户的安排·(.+)$"), lambda k: f"user.plan.{k}"),

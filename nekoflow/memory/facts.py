@@ -76,25 +76,30 @@ def same_value(a: str, b: str) -> bool:
     return re.sub(r"\s+", " ", _norm(a)) == re.sub(r"\s+", " ", _norm(b))
 
 
+def _clause_text(clause: str) -> str:
+    return _norm(clause).strip(" ,、~")
+
+
+def _asks(text: str) -> bool:
+    """Whether a normalised clause asks: a question mark, 吗/呢, a wh-word, an inverted verb."""
+    return bool(text) and (text.endswith("?") or QUESTION_CLAUSE.search(text) is not None)
+
+
 def is_question(clause: str) -> bool:
     """A clause asks rather than states (a question mark, 吗/呢, a wh-word, an inverted verb)."""
-    text = _norm(clause).strip(" ,、~")
-    if not text:
-        return False
-    if text.endswith("?"):
-        return True
-    return QUESTION_CLAUSE.search(text) is not None
+    return _asks(_clause_text(clause))
 
 
 def _statements(sentence: str) -> str:
-    """The sentence with its question clauses blanked ("我叫小满,你还记得吗?" keeps the first)."""
+    """The sentence, its questions and wishes blanked ("我叫小满,你还记得吗?" keeps the first)."""
     clauses = _CLAUSE.findall(sentence)
     kept: list[str] = []
     for i, clause in enumerate(clauses):
         last = i == len(clauses) - 1
-        asks = is_question(clause) or (last and sentence.rstrip().endswith("?"))
-        asks = asks or HYPOTHETICAL.search(_norm(clause).strip(" ,、~")) is not None
-        kept.append("\x00" * len(clause) if asks else clause)
+        text = _clause_text(clause)  # a question or a wish states nothing
+        blank = _asks(text) or HYPOTHETICAL.search(text) is not None
+        blank = blank or (last and sentence.rstrip().endswith("?"))
+        kept.append("\x00" * len(clause) if blank else clause)
     return "".join(kept)
 
 
