@@ -1,0 +1,87 @@
+# ruff: noqa: E501  (regular expressions read best on one line)
+"""Building blocks of the fact rules: the :class:`Rule` type, its readers and the pattern pieces
+the rule tables share (names, runs of words, dates, adverbs, where an English value ends).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nekoflow.memory.fact_vocab import RELATION_CN, RELATION_EN, SPECIES_CN, SPECIES_EN
+
+IGNORE = re.IGNORECASE
+Reader = Callable[[re.Match[str]], list[tuple[str, str]]]
+"""How a rule's match becomes (slot, value) pairs."""
+
+CJK = r"\u4e00-\u9fff"
+NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的只条头])[{CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
+CN_RUN = rf"(?P<v>[{CJK}A-Za-z0-9·]{{1,16}})"
+EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
+EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|now|either|because|since|more|these|when|if)\b)[A-Za-z][\w'-]*){0,2})"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One pattern and how its match becomes (slot, value) pairs."""
+
+    pattern: re.Pattern[str]
+    read: Reader
+    #: The pattern names the user itself (我/I/my), so a third-person sentence start is no bar.
+    first_person: bool = True
+    change: bool = False
+
+    @property
+    def english(self) -> bool:
+        """An English rule (it starts at a word boundary): skipped for text without Latin."""
+        return self.pattern.pattern.startswith("\\b")
+
+
+def one(slot: str) -> Reader:
+    return lambda m: [(slot, m.group("v"))]
+
+
+def keyed(prefix: str, table: dict[str, str], suffix: str = ".name") -> Reader:
+    def read(m: re.Match[str]) -> list[tuple[str, str]]:
+        kind = table.get(m.group("k").lower())
+        return [(f"{prefix}{kind}{suffix}", m.group("v"))] if kind else []
+
+    return read
+
+
+def plan(kind: str) -> Reader:
+    def read(m: re.Match[str]) -> list[tuple[str, str]]:
+        event = re.sub(r"^(?:(?:去|来|到)(?:参加)?|参加)(?=..)", "", m.group("e").strip())
+        event = re.sub(r"(?:了|啦|呀|哦|吧|啊|呢)+$", "", event)
+        event = re.sub(r"^(?:a|an|the|my)\s+", "", event, flags=IGNORE).strip()
+        when = re.sub(r"^on\s+", "", m.group("t").strip(), flags=IGNORE)
+        return [(f"user.{kind}.{event}", when)] if event and when else []
+
+    return read
+
+
+def alt(words: dict[str, str] | tuple[str, ...]) -> str:
+    return "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+
+
+def rule(pattern: str, read: Reader, **kw: object) -> Rule:
+    return Rule(re.compile(pattern, IGNORE), read, **kw)  # type: ignore[arg-type]
+
+
+SP_CN, SP_EN = alt(SPECIES_CN), alt(SPECIES_EN)
+REL_CN, REL_EN = alt(RELATION_CN), alt(RELATION_EN)
+DATE_CN = (
+    r"(?:(?:\d{1,2}|[一二三四五六七八九十]{1,3}|正|冬|腊)月(?:\d{1,2}|[一二三四五六七八九十]{1,3}|"
+    r"初[一二三四五六七八九十]|廿[一二三四五六七八九])[号日]?|农历[^\s,。!]{2,8}|\d{1,2}[./-]\d{1,2})"
+)
+DATE_EN = (
+    r"(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"\d{1,2}[/.-]\d{1,2})"
+)
+ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真)*"
+ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still )*"
+EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|in|on|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently)\b|\s*[^\x00-\x7f]))"
