@@ -14,7 +14,7 @@ _RELATION_LABEL = {
     "mother": "妈妈", "father": "爸爸", "sister": "姐妹", "brother": "兄弟", "wife": "妻子",
     "husband": "丈夫", "son": "儿子", "daughter": "女儿", "girlfriend": "女朋友",
     "boyfriend": "男朋友", "grandma": "奶奶/外婆", "grandpa": "爷爷/外公", "roommate": "室友",
-    "best friend": "好朋友", "partner": "伴侣",
+    "best friend": "好朋友", "partner": "伴侣", "parents": "父母", "family": "家人",
 }  # fmt: skip
 _LABELS = {
     "user.name": "用户的名字", "user.nickname": "用户希望被叫作", "user.age": "用户的年龄",
@@ -34,7 +34,7 @@ def slot_label(slot: str) -> str:
         return _LABELS[slot]
     parts = slot.split(".")
     if slot.startswith("user.pet.") and len(parts) == 4:
-        return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}的名字"
+        return f"用户的{_SPECIES_LABEL.get(parts[2], parts[2])}{_PET_FIELD.get(parts[3], '的名字')}"
     if slot.startswith("user.family.") and len(parts) >= 4:
         rel = ".".join(parts[2:-1])
         return f"用户的{_RELATION_LABEL.get(rel, rel)}{_FAMILY_FIELD.get(parts[-1], '的名字')}"
@@ -52,6 +52,8 @@ def slot_label(slot: str) -> str:
 _FAMILY_FIELD = {"birthday": "的生日", "job": "的职业", "home_city": "住的城市"}
 """What a relative's fact is about, after the relative (``user.family.<relation>.<field>``; a
 name, ``的名字``, is read back with the pets'). Labels and slots are both made from this table."""
+_PET_FIELD = {"name": "的名字", "breed": "的品种"}
+"""What a pet's fact is about (``user.pet.<species>.<field>``)."""
 _SLOT_OF_LABEL = {label: slot for slot, label in _LABELS.items()}
 _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
     *(
@@ -60,6 +62,10 @@ _DYNAMIC_LABELS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
             lambda k, field=field: f"user.family.{_RELATION_OF_LABEL.get(k, k)}.{field}",
         )
         for field, suffix in _FAMILY_FIELD.items()
+    ),
+    (
+        re.compile(r"^用户的(.+)的品种$"),
+        lambda k: f"user.pet.{_SPECIES_OF_LABEL.get(k, k)}.breed",
     ),
     (
         re.compile(r"^用户的(.+)的名字$"),

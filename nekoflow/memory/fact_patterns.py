@@ -20,8 +20,8 @@ Reader = Callable[[re.Match[str]], list[tuple[str, str]]]
 CJK = r"\u4e00-\u9fff"
 NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的只条头])[{CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
 CN_RUN = rf"(?P<v>[{CJK}A-Za-z0-9·]{{1,16}})"
-EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
-EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|now|either|because|since|more|these|when|if)\b)[A-Za-z][\w'-]*){0,2})"
+EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next|originally|tbh|ngl|rn|fwiw|lmao|which|who|bc|cuz)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
+EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|tho|now|either|because|since|more|these|when|if|it|they|he|she|i|we|which|who|that|bc|cuz|cause|tbh|rn|ngl|fr|lmao|btw)\b)[A-Za-z][\w'-]*){0,2})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +33,14 @@ class Rule:
     #: The pattern names the user itself (我/I/my), so a third-person sentence start is no bar.
     first_person: bool = True
     change: bool = False
+    #: "en" for an English rule that does not start at a word boundary (a clause start).
+    lang: str = ""
 
     @property
     def english(self) -> bool:
-        """An English rule (it starts at a word boundary): skipped for text without Latin."""
-        return self.pattern.pattern.startswith("\\b")
+        """An English rule (it starts at a word boundary, or says so): skipped for text
+        without Latin letters; every other rule is skipped for text without Han."""
+        return self.lang == "en" or self.pattern.pattern.startswith("\\b")
 
 
 def one(slot: str) -> Reader:
@@ -52,12 +55,31 @@ def keyed(prefix: str, table: dict[str, str], suffix: str = ".name") -> Reader:
     return read
 
 
-def plan(kind: str) -> Reader:
+def breed(table: dict[str, str]) -> Reader:
+    """A pet's breed (group ``k``, a key of ``table``, which gives the species)."""
+
+    def read(m: re.Match[str]) -> list[tuple[str, str]]:
+        word = m.group("k")
+        kind = table.get(word.lower())
+        return [(f"user.pet.{kind}.breed", word)] if kind else []
+
+    return read
+
+
+UNDATED = frozenset({"答应过", "promised", "最近", "recently"})
+"""The "when" of a promise or event said without a time (a dated statement of it wins)."""
+
+
+def plan(kind: str, default: str = "") -> Reader:
+    """A plan, promise or event (group ``e``) and when (group ``t``; ``default`` when none is
+    said, else the match is no fact)."""
+
     def read(m: re.Match[str]) -> list[tuple[str, str]]:
         event = re.sub(r"^(?:(?:去|来|到)(?:参加)?|参加)(?=..)", "", m.group("e").strip())
         event = re.sub(r"(?:了|啦|呀|哦|吧|啊|呢)+$", "", event)
         event = re.sub(r"^(?:a|an|the|my)\s+", "", event, flags=IGNORE).strip()
-        when = re.sub(r"^on\s+", "", m.group("t").strip(), flags=IGNORE)
+        said = m.groupdict().get("t") or ""
+        when = re.sub(r"^on\s+", "", said.strip(), flags=IGNORE) or default
         return [(f"user.{kind}.{event}", when)] if event and when else []
 
     return read
@@ -82,6 +104,21 @@ DATE_EN = (
     r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
     r"\d{1,2}[/.-]\d{1,2})"
 )
-ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真)*"
-ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still )*"
-EN_END = r"(?=\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|in|on|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently)\b|\s*[^\x00-\x7f]))"
+ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真){0,4}"
+ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still ){0,3}"
+EN_END_AT = r"\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|tho|in|on|at|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently|originally|tbh|ngl|rn|fwiw|lmao|lmfao|fyi|xd|hehe|omg|smh|jk|idk|which|who|bc|cuz)\b|\s*[^\x00-\x7f])"
+"""What may follow an English value: punctuation, the end, a joining word, other script."""
+EN_END = rf"(?={EN_END_AT})"
+I_AM = r"(?:i'm|i am|im|i m)"
+""""I am", as chat spells it."""
+AGE_EN = (
+    r"(?:\d{1,2}|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty)(?:[- ](?:one|two|three|four|"
+    r"five|six|seven|eight|nine))?|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+)
+"""An age in digits or words ("22", "twenty-five")."""
+NUM_CN = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
+CLAUSE = (
+    r"(?:^|(?<=[,\x00!~.;:])|(?<=[\u4e00-\u9fff] )|(?<=[A-Za-z] )(?=[\u4e00-\u9fff])"
+    r"|(?<=[\u2600-\u27bf\U0001f000-\U0001faff]))\s*"
+)
+"""Where a clause starts (a subject-less clause: "刚搬到杭州", "live in Toronto")."""

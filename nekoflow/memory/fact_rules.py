@@ -17,6 +17,7 @@ from nekoflow.memory.fact_vocab import RELATION_CN, RELATION_EN
 
 __all__ = [
     "CHANGE",
+    "FIRST_PERSON",
     "HYPOTHETICAL",
     "QUESTION_CLAUSE",
     "RULES",
@@ -28,7 +29,7 @@ QUESTION_CLAUSE = re.compile(
     r"(?:什么|啥|哪|谁|几岁|多少|怎么|为什么|是不是|有没有|要不要|会不会|对不对|来着|吗|呢|么)"
     r"[\s!~.。]*$"
     r"|什么|哪里|哪儿|哪座|哪个|哪家|哪天|谁|多大|几号|几月"
-    r"|^(?:what|where|who|when|why|how|which|whose|do|does|did|is|are|am|was|were|can|could|"
+    r"|^(?:what|where|who|when|why|how|which|whose|do|does|did|is|are|am|was|were|can(?!'t)|could|"
     r"would|will|should|shall|have|has|remember|you remember|u remember)\b"
     r"|\b(?:remember|recall) (?:what|where|who|when|my)\b",
     IGNORE,
@@ -38,15 +39,26 @@ QUESTION_CLAUSE = re.compile(
 _RELATIVES_CN = "|".join(sorted(map(re.escape, RELATION_CN), key=len, reverse=True))
 _RELATIVES_EN = "|".join(sorted(map(re.escape, RELATION_EN), key=len, reverse=True))
 HYPOTHETICAL = re.compile(
-    r"^[\s\x00]*(?:如果|要是|假如|假设|万一|但愿|若是|(?:if|i wish|wish|imagine|suppose|what if)\b)"
-    r"|就好了[\s!~.。]*$|多好[\s!~.。啊呀]*$",
+    r"^[\s\x00]*(?:如果|要是|假如|假设|万一|但愿|若是|本来|原本|本打算|原计划|"
+    r"(?:if|i wish|wish|imagine|suppose|what if)\b)"
+    r"|就好了[\s!~.。]*$|多好[\s!~.。啊呀]*$"
+    r"|\b(?:was|were) (?:going to|gonna|supposed to|planning to)\b",
     IGNORE,
 )
-"""A clause that wishes or supposes ("如果我住在北京就好了", "I wish I lived in Paris"): no fact."""
+"""A clause that wishes, supposes or tells of a plan given up ("如果我住在北京就好了", "I wish I
+lived in Paris", "本来下周要去北京的", "I was going to visit Rome"): no fact."""
 
+FIRST_PERSON = re.compile(
+    r"俺|咱|鄙人|(?:^|(?<=[,\x00\s!~.:;哈嗨呀啦哦嗯喂好]))(?:本人|在下|老子|小弟|小女子|本宝宝)"
+    r"|(?<![配木无布玩人对土泥])偶(?=叫|是|的|家|今年|在|对|不|喜欢|最|也|还|现在|刚)"
+)
+"""Other ways of saying 我 (俺, 咱, 本人 at a clause start, 偶 before a verb): read as 我."""
+
+_OTHERS_CN = "朋友|好友|同事|同学|舍友|老板|领导|哥们|兄弟|邻居|表姐|表妹|表哥|表弟|堂哥|堂姐|亲戚"
+_OTHERS_EN = "friend|colleague|coworker|co-worker|classmate|neighbou?r|cousin|boss|roommate"
 THIRD_PERSON_START = re.compile(
-    rf"^[\s\x00]*(?:他|她|它|我的?(?:{_RELATIVES_CN})|"
-    rf"(?:he|she|they|my (?:friend|colleague|boss|roommate|{_RELATIVES_EN})s?)\b)",
+    rf"^[\s\x00]*(?:他|她|它|我的?(?:{_RELATIVES_CN}|{_OTHERS_CN})|"
+    rf"(?:he|she|they|my (?:{_OTHERS_EN}|{_RELATIVES_EN})s?)\b)",
     IGNORE,
 )
 CHANGE = re.compile(
@@ -83,6 +95,8 @@ def clean_value(slot: str, value: str) -> str:
     v = value.replace("\x00", "").strip(" .,!~'\"“”‘’()[]")
     if not v:
         return ""
+    if slot.endswith(".breed"):  # a word from the breed list, whole
+        return v
     if re.search(rf"[{CJK}]", v):
         keep_de = slot.startswith(("user.plan.", "user.event."))
         if not slot.startswith(("user.plan", "user.event", "user.birthday")):
@@ -91,7 +105,9 @@ def clean_value(slot: str, value: str) -> str:
                 v = v[: cut.start()]
         v = _TRAIL_CN.sub("", v) if not keep_de else re.sub(r"(?:了|啦|呀|哦|吧|啊|呢)+$", "", v)
     else:
-        if slot not in ("user.workplace", "user.vet"):
+        if slot in ("user.workplace", "user.vet"):
+            v = re.sub(r"^(?:a|an)\s+", "", v, flags=IGNORE)
+        else:
             v = _EN_LEAD.sub("", v) if slot in ("user.likes", "user.dislikes") else v
         v = re.sub(
             r"\s+(?:now|anymore|any more|lol|haha|btw|too|so much|a lot|lately|recently|these days)$",

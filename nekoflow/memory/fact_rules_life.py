@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (a table of regular expressions: one rule per line reads best)
-"""The fact rules about the user's life: places, likes and dislikes, favourites, plans, promises, events and the people and things they use.
+"""The fact rules about the user's life: places, likes, plans, promises, events, things they use.
 
 Every pattern runs on NFKC-normalised text with question and wish clauses blanked. Pure: no I/O.
 """
@@ -10,10 +10,13 @@ from nekoflow.memory.fact_patterns import (
     ADV_CN,
     ADV_EN,
     CJK,
+    CLAUSE,
     CN_RUN,
     EN_END,
+    EN_END_AT,
     EN_OBJ,
     EN_WORDS,
+    I_AM,
     Rule,
     alt,
     one,
@@ -21,12 +24,18 @@ from nekoflow.memory.fact_patterns import (
     rule,
 )
 from nekoflow.memory.fact_vocab import (
+    EVENTS_CN,
+    EVENTS_EN,
     PAST_CN,
+    PAST_EN,
     THINGS_CN,
     THINGS_EN,
     TIME_CN,
     TIME_EN,
 )
+
+_FAVOURITE_OF_VERB = {"吃": "食物", "喝": "饮料", "玩": "游戏", "听": "歌", "看": "剧"}
+"""What "最爱吃的/最喜欢听的" is a favourite of."""
 
 LIFE_RULES: tuple[Rule, ...] = (
     # --- places -------------------------------------------------------------------------------
@@ -35,19 +44,46 @@ LIFE_RULES: tuple[Rule, ...] = (
         one("user.home_city"),
     ),
     rule(
-        r"(?:我|我们|我家|^|[,\x00]\s*)(?:已经|刚|上个月|去年|前段时间|最近|终于)?(?:搬到了?|搬去了?|搬家到|搬回了?|移居到?)\s*(?:老家|家乡)?"
+        rf"(?:我|我们|我家|^|[,\x00]\s*)(?:已经|刚|上个月|去年|前段时间|最近|终于)?(?:从[{CJK}]{{1,6}}?)?(?:搬到了?|搬去了?|搬来了?|搬家到|搬回了?|移居到?)\s*(?:老家|家乡)?"
         + CN_RUN,
         one("user.home_city"),
         change=True,
     ),
     rule(
-        r"(?:^|[,\x00]\s*)(?:现在|目前|一直)?住在" + CN_RUN,
+        r"(?:^|[,\x00]\s*)(?:现在|目前|一直)?(?:住在|住(?!院|宿舍|的|了|过|着|一|几|进|得|不|下|址|处|房|店|校|嘴|手|口))"
+        + CN_RUN,
         one("user.home_city"),
         first_person=False,
     ),
     rule(r"我现在是" + rf"(?P<v>[{CJK}]{{2,6}}?)人", one("user.home_city"), change=True),
     rule(r"我(?:是|算)(?P<v>[\u4e00-\u9fff]{2,6}?)人(?![员气生])", one("user.hometown")),
     rule(r"我(?:的)?老家(?:是|在)?" + CN_RUN, one("user.hometown")),
+    rule(rf"{CLAUSE}(?:老家|家乡)(?:是|在)?" + CN_RUN, one("user.hometown"), first_person=False),
+    rule(
+        rf"(?:跳槽到|跳到|入职了?|换到)了?(?P<v>(?:一家)?[{CJK}A-Za-z]{{1,10}}?(?:公司|工作室|银行|医院|学校|工厂|餐厅|酒店|事务所))",
+        one("user.workplace"),
+        change=True,
+        first_person=False,
+    ),
+    rule(
+        rf"{CLAUSE}(?:currently |now |still )?live in " + EN_WORDS + EN_END,
+        one("user.home_city"),
+        first_person=False,
+        lang="en",
+    ),
+    rule(
+        r"^\s*(?:just |recently |finally )?(?:moved|relocated) (?:to|back to) " + EN_WORDS + EN_END,
+        one("user.home_city"),
+        first_person=False,
+        change=True,
+        lang="en",
+    ),
+    rule(
+        rf"{CLAUSE}(?:(?:i'm|im|i am) )?originally from " + EN_WORDS + EN_END,
+        one("user.hometown"),
+        first_person=False,
+        lang="en",
+    ),
     rule(r"我来自" + CN_RUN, one("user.hometown")),
     rule(
         r"\bi(?:'ve been| have been|'m| am)? (?:currently |still |now )?(?:live|living) in "
@@ -99,8 +135,40 @@ LIFE_RULES: tuple[Rule, ...] = (
         change=True,
     ),
     rule(
-        rf"我{ADV_CN}(?:讨厌|不喜欢|受不了|不爱|不吃|不喝|怕)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
+        rf"我{ADV_CN}(?:讨厌|不喜欢|受不了|不爱|不吃|不喝|怕|不能吃|吃不了)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
         one("user.dislikes"),
+    ),
+    rule(
+        rf"{CLAUSE}(?:也|还)?{ADV_CN}(?:讨厌|不喜欢|受不了|不爱吃|不爱|不能吃|吃不了|不吃)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
+        one("user.dislikes"),
+        first_person=False,
+    ),
+    rule(
+        rf"(?:我|{CLAUSE}){ADV_CN}最(?:讨厌|受不了|不喜欢)的(?:[{CJK}]{{1,6}}?)?(?:是|就是)\s*"
+        + CN_RUN,
+        one("user.dislikes"),
+        first_person=False,
+    ),
+    rule(
+        rf"{CLAUSE}(?:平时|最近|一直|周末|没事|有空)?(?:也|还)?{ADV_CN}(?<!不)(?:喜欢|爱)(?!的|你|过|死|这|那|和|跟|上|被|着|就|吗|不)(?:吃|喝|看|玩|听|去)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
+        one("user.likes"),
+        first_person=False,
+    ),
+    rule(
+        rf"{CLAUSE}(?:最近)?(?:迷上了?|爱上了?)(?!你|他|她|一个人|了)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
+        one("user.likes"),
+        first_person=False,
+    ),
+    rule(
+        rf"{CLAUSE}{ADV_CN}最(?:喜欢|爱)的(?P<k>[{CJK}]{{1,6}}?)(?:是|就是)\s*" + CN_RUN,
+        lambda m: [(f"user.favourite.{m.group('k')}", m.group("v"))],
+        first_person=False,
+    ),
+    rule(
+        rf"(?:我|{CLAUSE}){ADV_CN}最(?:喜欢|爱)(?P<k>吃|喝|玩|听|看)的(?:[{CJK}]{{1,4}}?)?(?:是|就是)\s*"
+        + CN_RUN,
+        lambda m: [(f"user.favourite.{_FAVOURITE_OF_VERB[m.group('k')]}", m.group("v"))],
+        first_person=False,
     ),
     rule(
         rf"我{ADV_CN}(?<!不)(?:喜欢|爱)(?!的|你|过|死|这|那|和|跟|上|被|着)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
@@ -115,7 +183,12 @@ LIFE_RULES: tuple[Rule, ...] = (
         one("user.likes"),
     ),
     rule(r"\bi (?:can't|cannot|can not) (?:eat|drink|have) " + EN_OBJ, one("user.allergy")),
-    rule(rf"我(?:对)?(?P<v>[{CJK}A-Za-z]{{1,8}}?)过敏", one("user.allergy")),
+    rule(rf"我(?:对)?(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)过敏", one("user.allergy")),
+    rule(
+        rf"{CLAUSE}(?:也|还)?对(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)过敏",
+        one("user.allergy"),
+        first_person=False,
+    ),
     rule(
         r"\bi(?:'m| am|m)? (?:very |really |super |severely )?allergic to " + EN_OBJ,
         one("user.allergy"),
@@ -144,9 +217,28 @@ LIFE_RULES: tuple[Rule, ...] = (
         r"\bi " + ADV_EN + r"(?:love|like|adore|enjoy|am into|'m into) " + EN_OBJ,
         one("user.likes"),
     ),
+    rule(
+        r"^\s*" + ADV_EN + r"(?:hate|can't stand|cant stand|dislike|despise) " + EN_OBJ,
+        one("user.dislikes"),
+        first_person=False,
+        lang="en",
+    ),
+    rule(
+        r"^\s*" + ADV_EN + r"(?:love|adore) " + EN_OBJ,
+        one("user.likes"),
+        first_person=False,
+        lang="en",
+    ),
+    rule(
+        r"(?:\b(?:i'm|im|i am|i've been|ive been) |^\s*)(?:so |really |totally |kinda |lowkey |lowkey )?(?:obsessed with|addicted to|hooked on|crazy about) "
+        + EN_OBJ,
+        one("user.likes"),
+        first_person=False,
+        lang="en",
+    ),
     # --- plans, events, new things ------------------------------------------------------------
     rule(
-        rf"(?P<t>{TIME_CN})我?(?:要|得|准备|打算|会|约了)(?P<e>[{CJK}A-Za-z]{{2,10}})",
+        rf"(?P<t>{TIME_CN})(?:早上|上午|中午|下午|晚上|傍晚)?(?:我们|我)?(?:还|也|就|又|一起|必须|可能)*(?:要|得|准备|打算|会|约了)(?:一起)?(?P<e>[{CJK}A-Za-z]{{2,10}})",
         plan("plan"),
         first_person=False,
     ),
@@ -170,8 +262,26 @@ LIFE_RULES: tuple[Rule, ...] = (
     ),
     rule(rf"\bremind me to (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on )?(?P<t>{TIME_EN})\b", plan("plan")),
     rule(
-        rf"\bi(?:'m| am) (?:going to|gonna) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
+        rf"\bi(?:'m| am|m) (?:going to|gonna|planning to|planning on|about to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
         plan("plan"),
+    ),
+    rule(
+        rf"\b{I_AM} (?!(?:feeling|doing|being|getting|going|gonna|planning|thinking|trying|looking|kinda|so|not|still|just|really)\b)(?P<e>[a-z]+ing(?: [a-z]+){{0,3}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
+        plan("plan"),
+    ),
+    rule(
+        rf"^\s*(?:gonna|going to|planning to|planning on|plan to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
+        plan("plan"),
+        first_person=False,
+        lang="en",
+    ),
+    rule(
+        rf"\bi promise (?:i'll|i will|ill|to) (?P<e>[a-z][a-z' ]{{2,30}}?)(?=\s+(?:on |in )?(?:{TIME_EN})\b|{EN_END_AT})",
+        plan("promise", "promised"),
+    ),
+    rule(
+        rf"\bi(?:'ll| will|ll) (?:try to )?(?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b[^.!?\x00]{{0,5}}?,? i promise",
+        plan("promise"),
     ),
     rule(
         rf"\bi promise (?:i'll|i will|to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
@@ -182,9 +292,25 @@ LIFE_RULES: tuple[Rule, ...] = (
         plan("plan"),
     ),
     rule(
-        rf"(?:我|^|[,\x00]\s*)(?:答应(?:过)?你(?:的|了)?|保证|发誓)[,\s]*(?P<t>{TIME_CN})(?:一定|会|就)*(?P<e>[{CJK}]{{2,10}})",
+        rf"(?:我|^|[,\x00]\s*)(?:跟你|向你|和你)?(?:答应(?:过)?你(?:的|了)?|保证|发誓)[,\s]*(?P<t>{TIME_CN}|以后|今后|从今天起|从明天起|从今以后)(?:一定|会|就|再也|都)*(?P<e>[{CJK}]{{2,10}})",
         plan("promise"),
         first_person=False,
+    ),
+    rule(
+        rf"(?:我|^|[,\x00]\s*)(?:跟你|向你|和你)?(?:答应(?:过)?你(?:的|了)?|保证|发誓)[,\s]*(?:我)?(?:一定|会|就|再也|都)*(?!{TIME_CN}|以后|今后|从)(?P<e>[{CJK}]{{2,10}}?)(?:的|了|啦)?(?=[,.!~\x00]|$)",
+        plan("promise", "答应过"),
+        first_person=False,
+    ),
+    rule(
+        rf"(?:我|{CLAUSE})(?P<t>{PAST_CN})?(?:我)?(?:刚刚?|终于|已经|也)*(?:把)?(?P<e>{EVENTS_CN})(?=了|啦|$|[,.!~\x00])",
+        plan("event", "最近"),
+        first_person=False,
+    ),
+    rule(
+        rf"(?:\bi |{CLAUSE})(?:just |finally |recently |also )?(?P<e>{EVENTS_EN})(?: [a-z]+ing)?(?: (?P<t>{PAST_EN}))?(?=\s*(?:[,.!;~\x00]|$|[^\x00-\x7f])|\s(?:and|but|so|lol|lmao|haha|omg)\b)",
+        plan("event", "recently"),
+        first_person=False,
+        lang="en",
     ),
     rule(
         rf"(?P<t>{PAST_CN})我(?:去|刚)?(?P<e>[{CJK}]{{1,4}}了[{CJK}]{{1,8}})(?=[,.!~\x00]|$)",
@@ -210,6 +336,45 @@ LIFE_RULES: tuple[Rule, ...] = (
     rule(
         r"我(?:们)?(?:家)?的?(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*" + CN_RUN,
         lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+    ),
+    rule(
+        rf"{CLAUSE}(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*(?P<v>[{CJK}]{{1,3}}(?:医生|大夫)|[{CJK}]{{2,3}})(?=[,.!~\x00]|$)",
+        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        first_person=False,
+    ),
+    rule(
+        r"\bmy (?P<k>vet|doctor|dentist|therapist),? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
+        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+    ),
+    rule(
+        rf"我(?:们|的)?(?:老板|领导|组长|经理|主管|上司)(?:叫|是|姓)\s*(?P<v>[{CJK}]{{1,3}}(?:总|哥|姐|经理|老师)|[{CJK}]{{2,3}}|(?-i:[A-Z][a-z]+))(?=[,.!~\x00]|$|[{CJK}])",
+        one("user.boss"),
+    ),
+    rule(
+        r"\bmy (?:boss|manager|supervisor)(?:'s name is| is called|'s called| is named|'s named) (?P<v>(?:(?:mr|mrs|ms|dr|miss)\.? ?)?[A-Za-z][A-Za-z'-]{0,20}(?-i: [A-Z][a-z'-]+)?)",
+        one("user.boss"),
+    ),
+    rule(
+        rf"我(?:的|家的?)?(?:手机|电话)(?:是|用的是)\s*(?P<v>[{CJK}A-Za-z0-9][{CJK}A-Za-z0-9 +]{{1,15}}?)(?=[,.!~\x00]|$|用|[,])",
+        one("user.phone"),
+    ),
+    rule(
+        rf"我(?:家)?(?:的车是|开的是|的车是一辆|开的是一辆)(?:一辆)?\s*(?P<v>[{CJK}A-Za-z0-9][{CJK}A-Za-z0-9 ]{{1,15}}?)(?=[,.!~\x00]|$|续航|[,])",
+        one("user.car"),
+    ),
+    rule(
+        r"\bmy (?:phone|cell)(?:'s| is) (?:an? )?(?P<v>[a-z0-9][\w+-]*(?: [a-z0-9][\w+-]*){0,2}?)"
+        + EN_END,
+        one("user.phone"),
+    ),
+    rule(
+        r"\b(?:i drive|my car is|my car's) (?:an? )?(?:(?:old|new|used|little|beat-up|red|black|white|silver|blue) )*(?P<v>[a-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?)"
+        + EN_END,
+        one("user.car"),
+    ),
+    rule(
+        rf"(?:健身房(?:是|叫)\s*|(?:健身)?卡是在)(?P<v>[{CJK}A-Za-z]{{2,8}}?)(?=办|[,.!~\x00]|$)",
+        one("user.gym"),
     ),
     rule(
         rf"\b(?:i|we) (?:got|have|found|switched to) a new (?P<k>{alt(THINGS_EN)})\s*,?\s*(?:called |named )?(?P<v>(?-i:(?:Dr\.? |Mr\.? |Ms\.? |Mrs\.? )?[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?))"

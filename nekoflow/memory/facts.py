@@ -14,8 +14,10 @@ import unicodedata
 from dataclasses import dataclass
 
 from nekoflow.memory.fact_labels import slot_label
+from nekoflow.memory.fact_patterns import UNDATED
 from nekoflow.memory.fact_rules import (
     CHANGE,
+    FIRST_PERSON,
     HYPOTHETICAL,
     QUESTION_CLAUSE,
     RULES,
@@ -81,8 +83,18 @@ def _clause_text(clause: str) -> str:
 
 
 def _asks(text: str) -> bool:
-    """Whether a normalised clause asks: a question mark, 吗/呢, a wh-word, an inverted verb."""
-    return bool(text) and (text.endswith("?") or QUESTION_CLAUSE.search(text) is not None)
+    """Whether a normalised clause asks: a question mark, 吗/呢, a wh-word, an inverted verb
+    (a 呢 after 还没/正在/着 only marks a state: "房子还没收拾好呢")."""
+    if not text:
+        return False
+    if text.endswith("?"):
+        return True
+    if _STATE_NE.search(text):
+        text = text[: text.rindex("呢")]
+    return QUESTION_CLAUSE.search(text) is not None
+
+
+_STATE_NE = re.compile(r"(?:还没|没有|还在|正在|着|还要|也要|要|得)[^,?]{0,12}呢[\s!~.。]*$")
 
 
 def is_question(clause: str) -> bool:
@@ -112,7 +124,7 @@ def extract_facts(message: str) -> list[Fact]:
         sentence = m.group().strip()
         if not sentence:
             continue
-        body = _statements(sentence)
+        body = FIRST_PERSON.sub("我", _statements(sentence))
         if not body.strip("\x00 "):
             continue
         third = THIRD_PERSON_START.search(body) is not None
@@ -128,4 +140,5 @@ def extract_facts(message: str) -> list[Fact]:
                         continue
                     seen.add((slot, _norm(value)))
                     found.append(Fact(slot, value, sentence, change or rule.change))
-    return found
+    timed = {f.slot for f in found if f.value not in UNDATED}
+    return [f for f in found if f.value not in UNDATED or f.slot not in timed]
