@@ -28,6 +28,10 @@ CONCEPTS: dict[str, tuple[str, str]] = {
         "neighbourhood rent",
         "住在 住的 住哪 居住 搬家 搬到 搬去 房子 公寓 租房 房租 小区",
     ),
+    "place": (
+        "where place places location located city town address",
+        "地方 哪里 哪儿 在哪 城市 哪座 地址 地点",
+    ),
     "hometown": (
         "hometown grew raised born native",
         "老家 家乡 长大 出生 故乡",

@@ -15,6 +15,7 @@ _RELATION_LABEL = {
     "husband": "丈夫", "son": "儿子", "daughter": "女儿", "girlfriend": "女朋友",
     "boyfriend": "男朋友", "grandma": "奶奶/外婆", "grandpa": "爷爷/外公", "roommate": "室友",
     "best friend": "好朋友", "partner": "伴侣", "parents": "父母", "family": "家人",
+    "cousin": "表亲", "uncle": "叔舅", "aunt": "姑姨",
 }  # fmt: skip
 _LABELS = {
     "user.name": "用户的名字", "user.nickname": "用户希望被叫作", "user.age": "用户的年龄",

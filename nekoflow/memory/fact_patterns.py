@@ -11,17 +11,24 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nekoflow.memory.fact_vocab import RELATION_CN, RELATION_EN, SPECIES_CN, SPECIES_EN
+from nekoflow.memory.fact_vocab import (
+    BREEDS_CN,
+    BREEDS_EN,
+    RELATION_CN,
+    RELATION_EN,
+    SPECIES_CN,
+    SPECIES_EN,
+)
 
 IGNORE = re.IGNORECASE
 Reader = Callable[[re.Match[str]], list[tuple[str, str]]]
 """How a rule's match becomes (slot, value) pairs."""
 
 CJK = r"\u4e00-\u9fff"
-NAME = rf"(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的只条头])[{CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
+NAME = rf"[“\"「『']?(?P<v>(?![了过着不没个一你他她它们醒起出去来帮给做别吃回干的只条头])[{CJK}·]{{1,5}}|[A-Za-z][A-Za-z'-]{{0,20}}(?-i: [A-Z][a-z'-]+)?)"
 CN_RUN = rf"(?P<v>[{CJK}A-Za-z0-9·]{{1,16}})"
-EN_WORDS = r"(?P<v>[A-Za-z0-9][\w.'&-]*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next|originally|tbh|ngl|rn|fwiw|lmao|which|who|bc|cuz)\b)[A-Za-z0-9][\w.'&-]*){0,3})"
-EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|tho|now|either|because|since|more|these|when|if|it|they|he|she|i|we|which|who|that|bc|cuz|cause|tbh|rn|ngl|fr|lmao|btw)\b)[A-Za-z][\w'-]*){0,2})"
+EN_WORDS = r"(?P<v>[A-Za-z0-9](?:[\w'&-]|\.(?=\w))*(?: (?!(?:now|and|but|with|since|because|so|for|at|in|near|too|lol|haha|btw|though|anymore|any|very|much|a lot|these days|last|this|next|originally|tbh|ngl|rn|fwiw|lmao|which|who|bc|cuz|like|about|around|over|ago|again|hands down|no debate|for sure)\b)[A-Za-z0-9](?:[\w'&-]|\.(?=\w))*){0,3})"
+EN_OBJ = r"(?P<v>(?!(?:you|it|that|this|them|him|her|me|to|when|how|being)\b)[A-Za-z][\w'-]*(?: (?!(?:so|too|very|much|a lot|anymore|any|at all|lol|haha|but|and|though|tho|now|either|because|since|more|these|when|if|it|they|he|she|i|we|which|who|that|bc|cuz|cause|tbh|rn|ngl|fr|lmao|btw|again|tastes|smells|looks|sounds|feels|is|are|was|were|makes|sucks|gives|hands down|no debate|for sure|forever)\b)[A-Za-z][\w'-]*){0,2})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +62,37 @@ def keyed(prefix: str, table: dict[str, str], suffix: str = ".name") -> Reader:
     return read
 
 
+def pet(table: dict[str, str]) -> Reader:
+    """A pet's name (group ``v``) by its species (group ``k``, a key of ``table``); a value that
+    is itself a species or breed word ("我家兔子是垂耳兔") is the pet's breed, or nothing."""
+
+    def read(m: re.Match[str]) -> list[tuple[str, str]]:
+        kind, value = table.get(m.group("k").lower()), m.group("v")
+        word = value.strip().lower()
+        breed_of = BREEDS_CN.get(value.strip()) or BREEDS_EN.get(word)
+        if breed_of:
+            return [(f"user.pet.{breed_of}.breed", value.strip())]
+        if not kind or word in SPECIES_EN or value.strip() in SPECIES_CN:
+            return []
+        return [(f"user.pet.{kind}.name", value)]
+
+    return read
+
+
+def several(table: dict[str, str]) -> Reader:
+    """Each name of several pets of one species ("养了两只仓鼠，一只叫芝麻一只叫汤圆")."""
+
+    def read(m: re.Match[str]) -> list[tuple[str, str]]:
+        kind = table.get(m.group("k").lower())
+        names = re.findall(
+            r"(?:一|另一|大|小)?(?:只|条|个)叫([\u4e00-\u9fffA-Za-z]{1,4}?)(?=一|另|和|,|\s|$|\x00)",
+            m.group("rest"),
+        )
+        return [(f"user.pet.{kind}.name", n) for n in names] if kind else []
+
+    return read
+
+
 def breed(table: dict[str, str]) -> Reader:
     """A pet's breed (group ``k``, a key of ``table``, which gives the species)."""
 
@@ -75,7 +113,10 @@ def plan(kind: str, default: str = "") -> Reader:
     said, else the match is no fact)."""
 
     def read(m: re.Match[str]) -> list[tuple[str, str]]:
-        event = re.sub(r"^(?:(?:去|来|到)(?:参加)?|参加)(?=..)", "", m.group("e").strip())
+        event = re.sub(r"^(?:的时候|那天)", "", m.group("e").strip())
+        event = re.sub(r"^(?:跟|和)[\u4e00-\u9fff]{1,5}?(?=一起|去|来|到)", "", event)
+        event = re.sub(r"^一起", "", event)
+        event = re.sub(r"^(?:(?:去|来|到)(?:参加|一趟|一下)?|参加)(?=..)", "", event)
         event = re.sub(r"(?:了|啦|呀|哦|吧|啊|呢)+$", "", event)
         event = re.sub(r"^(?:a|an|the|my)\s+", "", event, flags=IGNORE).strip()
         said = m.groupdict().get("t") or ""
@@ -101,12 +142,12 @@ DATE_CN = (
 )
 DATE_EN = (
     r"(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?|"
-    r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"(?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
     r"\d{1,2}[/.-]\d{1,2})"
 )
 ADV_CN = r"(?:真的|超级|超|特别|非常|很|好|挺|还是|也|一直|蛮|可|巨|贼|最|都|比较|还挺|真){0,4}"
 ADV_EN = r"(?:really |totally |absolutely |just |honestly |kinda |actually |also |still ){0,3}"
-EN_END_AT = r"\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|tho|in|on|at|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently|originally|tbh|ngl|rn|fwiw|lmao|lmfao|fyi|xd|hehe|omg|smh|jk|idk|which|who|bc|cuz)\b|\s*[^\x00-\x7f])"
+EN_END_AT = r"\s*(?:[,.!;)~\x00]|$|\s(?:and|but|so|because|since|now|lol|haha|btw|though|tho|in|on|at|with|for|after|before|until|last|this|next|ago|when|yesterday|today|tomorrow|recently|originally|tbh|ngl|rn|fwiw|lmao|lmfao|fyi|xd|hehe|omg|smh|jk|idk|which|who|bc|cuz|like|about|around|again|hands down|no debate|no cap|for sure|forever|fr|sophomore|freshman|junior|senior)\b|\s*[^\x00-\x7f])"
 """What may follow an English value: punctuation, the end, a joining word, other script."""
 EN_END = rf"(?={EN_END_AT})"
 I_AM = r"(?:i'm|i am|im|i m)"
@@ -116,6 +157,15 @@ AGE_EN = (
     r"five|six|seven|eight|nine))?|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 )
 """An age in digits or words ("22", "twenty-five")."""
+SURNAME_CN = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任"
+    "沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
+NAME_CN_SHORT = (
+    rf"(?:小|阿|老)[{CJK}]|[{SURNAME_CN}](?:总|哥|姐|姨|叔|工|胖子|老师|经理|医生|大夫|主任|sir)"
+    rf"|[{SURNAME_CN}][{CJK}](?=[,\s!~.]|$)"
+)
+"""A name said right after who the person is ("老板王总", "室友小琪", "组长刘姐")."""
 NUM_CN = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 CLAUSE = (
     r"(?:^|(?<=[,\x00!~.;:])|(?<=[\u4e00-\u9fff] )|(?<=[A-Za-z] )(?=[\u4e00-\u9fff])"

@@ -54,7 +54,7 @@ FIRST_PERSON = re.compile(
 )
 """Other ways of saying 我 (俺, 咱, 本人 at a clause start, 偶 before a verb): read as 我."""
 
-_OTHERS_CN = "朋友|好友|同事|同学|舍友|老板|领导|哥们|兄弟|邻居|表姐|表妹|表哥|表弟|堂哥|堂姐|亲戚"
+_OTHERS_CN = "朋友|好友|同事|同学|舍友|老板|领导|哥们|兄弟|邻居|亲戚"
 _OTHERS_EN = "friend|colleague|coworker|co-worker|classmate|neighbou?r|cousin|boss|roommate"
 THIRD_PERSON_START = re.compile(
     rf"^[\s\x00]*(?:他|她|它|我的?(?:{_RELATIVES_CN}|{_OTHERS_CN})|"

@@ -24,10 +24,12 @@ from nekoflow.memory.fact_patterns import (
     rule,
 )
 from nekoflow.memory.fact_vocab import (
+    CITIES_CN,
     EVENTS_CN,
     EVENTS_EN,
     PAST_CN,
     PAST_EN,
+    PHONES,
     THINGS_CN,
     THINGS_EN,
     TIME_CN,
@@ -40,7 +42,7 @@ _FAVOURITE_OF_VERB = {"吃": "食物", "喝": "饮料", "玩": "游戏", "听": 
 LIFE_RULES: tuple[Rule, ...] = (
     # --- places -------------------------------------------------------------------------------
     rule(
-        r"我(?:现在|目前|一直)?(?:住在|住)(?!院|宿舍|的|了|过|着|一|几|进)" + CN_RUN,
+        r"我(?:现在|目前|一直|其实|已经|还)?(?:住在|住)(?!院|宿舍|的|了|过|着|一|几|进)" + CN_RUN,
         one("user.home_city"),
     ),
     rule(
@@ -59,6 +61,26 @@ LIFE_RULES: tuple[Rule, ...] = (
     rule(r"我(?:是|算)(?P<v>[\u4e00-\u9fff]{2,6}?)人(?![员气生])", one("user.hometown")),
     rule(r"我(?:的)?老家(?:是|在)?" + CN_RUN, one("user.hometown")),
     rule(rf"{CLAUSE}(?:老家|家乡)(?:是|在)?" + CN_RUN, one("user.hometown"), first_person=False),
+    rule(rf"我是(?P<v>{CITIES_CN})(?:的|人|滴)(?=[,\s!~.]|$)", one("user.hometown")),
+    rule(
+        rf"\b(?:i'm|im|i am) (?:originally )?from\s*(?P<v>{CITIES_CN}|[{CJK}]{{2,4}}?)(?=[,\s!~.]|$)",
+        one("user.hometown"),
+    ),
+    rule(
+        r"(?:我|^|[,\x00]\s*)(?:现在|目前)?在\s*(?P<v>(?-i:[A-Z][a-zA-Z]+(?: [A-Z][a-z]+)?))\s*(?:读书|上学|读研|读博|生活|定居)",
+        one("user.home_city"),
+        first_person=False,
+    ),
+    rule(
+        rf"{CLAUSE}(?P<v>{CITIES_CN})人(?=[,\s!~.]|$|哦|呀|啦)",
+        one("user.hometown"),
+        first_person=False,
+    ),
+    rule(
+        rf"(?:我|{CLAUSE})(?:现在|目前|最近|一直)?在(?P<v>{CITIES_CN})(?:读研|读博|读书|上学|生活|定居|搬砖)",
+        one("user.home_city"),
+        first_person=False,
+    ),
     rule(
         rf"(?:跳槽到|跳到|入职了?|换到)了?(?P<v>(?:一家)?[{CJK}A-Za-z]{{1,10}}?(?:公司|工作室|银行|医院|学校|工厂|餐厅|酒店|事务所))",
         one("user.workplace"),
@@ -66,7 +88,9 @@ LIFE_RULES: tuple[Rule, ...] = (
         first_person=False,
     ),
     rule(
-        rf"{CLAUSE}(?:currently |now |still )?live in " + EN_WORDS + EN_END,
+        rf"(?:{CLAUSE}|\b(?:but|and|now) )(?:i )?(?:currently |now |still )?live in "
+        + EN_WORDS
+        + EN_END,
         one("user.home_city"),
         first_person=False,
         lang="en",
@@ -107,12 +131,12 @@ LIFE_RULES: tuple[Rule, ...] = (
         first_person=False,
     ),
     rule(
-        r"\b(?<!don't )(?<!dont )(?<!not )(?<!never )(?<!stopped )(?:switched to|go to|going to|started going to|joined|signed up (?:at|for)) (?:a |an |the )?(?P<v>[a-z][\w -]{0,25}?(?:gym|pool|studio|club|dojo|rink|court))\b",
+        r"\b(?<!don't )(?<!dont )(?<!not )(?<!never )(?<!stopped )(?:switched to|go to|going to|started going to|joined|signed up (?:at|for)) (?:a |an |the )?(?P<v>[a-z][\w -]{0,25}?(?:gym|pool|studio|club|dojo|rink|court|fitness|crossfit|yoga))\b",
         one("user.gym"),
     ),
     # --- likes, dislikes, allergies, favourites -----------------------------------------------
     rule(
-        rf"我{ADV_CN}(?:最)?喜欢的(?P<k>[{CJK}]{{1,6}}?)(?:是|就是)\s*" + CN_RUN,
+        rf"我{ADV_CN}(?:最)?喜欢的(?P<k>[{CJK}]{{1,6}}?)(?:是|就是)\s*《?" + CN_RUN,
         lambda m: [(f"user.favourite.{m.group('k')}", m.group("v"))],
     ),
     rule(
@@ -120,9 +144,11 @@ LIFE_RULES: tuple[Rule, ...] = (
         lambda m: [(f"user.favourite.{m.group('k')}", m.group("v"))],
     ),
     rule(
-        r"\bmy (?:fav|favou?rite|fave) (?P<k>[a-z]+(?: [a-z]+)?) (?:is|are|'s|=) (?P<v>[A-Za-z0-9][\w'&.-]*(?: [A-Za-z0-9][\w'&.-]*){0,3}?)"
+        r"(?:\bmy |^\s*)(?:fav|favou?rite|fave) (?P<k>[a-z]+(?: [a-z]+)?) (?:is|are|'s|=) ['\"“]?(?P<v>[A-Za-z0-9][\w'&.-]*(?: [A-Za-z0-9][\w'&.-]*){0,3}?)"
         + EN_END,
         lambda m: [(f"user.favourite.{m.group('k').lower()}", m.group("v"))],
+        first_person=False,
+        lang="en",
     ),
     rule(
         rf"我(?:已经|现在)?(?:不再|不)喜欢(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}}?)了",
@@ -155,12 +181,32 @@ LIFE_RULES: tuple[Rule, ...] = (
         first_person=False,
     ),
     rule(
+        rf"{CLAUSE}(?P<v>[{CJK}]{{1,6}}?)(?:真的|简直|绝对|永远)?(?:yyds|绝绝子|永远的神|yyds!)",
+        one("user.likes"),
+        first_person=False,
+    ),
+    rule(
+        r"《(?P<v>[^》]{1,20})》(?:是我的?最爱|我超爱|我最爱|yyds)",
+        one("user.likes"),
+    ),
+    rule(
+        rf"\bi {ADV_EN}(?P<k>love|like|adore|enjoy|hate|dislike|can't stand|cant stand)\s*(?P<v>[{CJK}]{{1,8}})",
+        lambda m: [
+            (
+                "user.dislikes"
+                if m.group("k").lower() in ("hate", "dislike", "can't stand", "cant stand")
+                else "user.likes",
+                m.group("v"),
+            )
+        ],
+    ),
+    rule(
         rf"{CLAUSE}(?:最近)?(?:迷上了?|爱上了?)(?!你|他|她|一个人|了)(?:吃|喝|看|玩|听)?(?P<v>[{CJK}A-Za-z]{{1,10}})",
         one("user.likes"),
         first_person=False,
     ),
     rule(
-        rf"{CLAUSE}{ADV_CN}最(?:喜欢|爱)的(?P<k>[{CJK}]{{1,6}}?)(?:是|就是)\s*" + CN_RUN,
+        rf"{CLAUSE}{ADV_CN}最(?:喜欢|爱)的(?P<k>[{CJK}]{{1,6}}?)(?:是|就是)\s*《?" + CN_RUN,
         lambda m: [(f"user.favourite.{m.group('k')}", m.group("v"))],
         first_person=False,
     ),
@@ -183,7 +229,21 @@ LIFE_RULES: tuple[Rule, ...] = (
         one("user.likes"),
     ),
     rule(r"\bi (?:can't|cannot|can not) (?:eat|drink|have) " + EN_OBJ, one("user.allergy")),
-    rule(rf"我(?:对)?(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)过敏", one("user.allergy")),
+    rule(
+        rf"我(?:从小|一直|天生|有点|也|还|就|都)*(?:对)?\s*(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)\s*过敏",
+        one("user.allergy"),
+    ),
+    rule(
+        rf"{CLAUSE}(?P<v>(?:(?!对|我)[{CJK}A-Za-z]){{1,4}}?)过敏(?=星人|体质|人士|[,\s!~.]|$)",
+        one("user.allergy"),
+        first_person=False,
+    ),
+    rule(
+        r"^\s*(?:very |really |super |severely )?allergic to " + EN_OBJ,
+        one("user.allergy"),
+        first_person=False,
+        lang="en",
+    ),
     rule(
         rf"{CLAUSE}(?:也|还)?对(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)过敏",
         one("user.allergy"),
@@ -270,6 +330,30 @@ LIFE_RULES: tuple[Rule, ...] = (
         plan("plan"),
     ),
     rule(
+        rf"^\s*(?P<e>(?:flying|heading|driving|going|moving|off) to [a-z][a-z' ]{{1,25}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
+        plan("plan"),
+        first_person=False,
+        lang="en",
+    ),
+    rule(
+        rf"(?P<t>{TIME_EN}),? {I_AM} (?:going|gonna|planning)(?: to| on)? (?P<e>[a-z][a-z' ]{{2,30}}?)"
+        + EN_END,
+        plan("plan"),
+    ),
+    rule(
+        rf"(?P<t>{TIME_CN})(?:我们|我)?(?:就|也|还|一起)*(?P<e>(?:搬去|搬到|去|回|飞|出发去)(?!了)[{CJK}A-Za-z]{{2,8}})",
+        plan("plan"),
+        first_person=False,
+    ),
+    rule(
+        rf"\bi (?:gotta|have to|need to|got to|'ll|will|ll) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
+        plan("plan"),
+    ),
+    rule(
+        rf"\b(?P<t>{TIME_EN})[,\s]*(?:我|我们)?(?:要|得|准备|打算|会)(?P<e>[{CJK}A-Za-z]{{2,10}})",
+        plan("plan"),
+    ),
+    rule(
         rf"^\s*(?:gonna|going to|planning to|planning on|plan to) (?P<e>[a-z][a-z' ]{{2,30}}?) (?:on |in )?(?P<t>{TIME_EN})\b",
         plan("plan"),
         first_person=False,
@@ -302,12 +386,12 @@ LIFE_RULES: tuple[Rule, ...] = (
         first_person=False,
     ),
     rule(
-        rf"(?:我|{CLAUSE})(?P<t>{PAST_CN})?(?:我)?(?:刚刚?|终于|已经|也)*(?:把)?(?P<e>{EVENTS_CN})(?=了|啦|$|[,.!~\x00])",
+        rf"(?:我|{CLAUSE})(?P<t>{PAST_CN})?(?:我)?(?:刚刚?|终于|已经|也|最近)*(?:把)?(?P<e>{EVENTS_CN})(?=了|啦|$|[,.!~\x00])",
         plan("event", "最近"),
         first_person=False,
     ),
     rule(
-        rf"(?:\bi |{CLAUSE})(?:just |finally |recently |also )?(?P<e>{EVENTS_EN})(?: [a-z]+ing)?(?: (?P<t>{PAST_EN}))?(?=\s*(?:[,.!;~\x00]|$|[^\x00-\x7f])|\s(?:and|but|so|lol|lmao|haha|omg)\b)",
+        rf"(?:\bi |{CLAUSE})(?:just |finally |recently |also )?(?P<e>{EVENTS_EN})(?: [a-z]+ing)?(?: (?P<t>{PAST_EN}))?(?=\s*(?:[,.!;~\x00]|$|[^\x00-\x7f])|\s(?:and|but|so|lol|lmao|haha|omg|at|by|in|to|from|with|on)\b)",
         plan("event", "recently"),
         first_person=False,
         lang="en",
@@ -338,12 +422,24 @@ LIFE_RULES: tuple[Rule, ...] = (
         lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
     ),
     rule(
+        rf"我(?:们)?(?:家)?(?:的|猫的|狗的|家猫的)?(?P<k>兽医|医生|牙医|心理医生|心理咨询师|咨询师|主治医生)(?:是)?(?:[{CJK}]{{2,6}}?的)?(?P<v>[{CJK}]{{1,2}}(?:医生|大夫|老师))",
+        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+    ),
+    rule(
+        rf"(?:宠物医院|诊所)的(?P<v>[{CJK}]{{1,2}}(?:医生|大夫))",
+        lambda m: [("user.vet" if "宠物" in m.group() else "user.doctor", m.group("v"))],
+    ),
+    rule(
+        r"\bthe (?P<k>vet|doctor|dentist),? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
+        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+    ),
+    rule(
         rf"{CLAUSE}(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*(?P<v>[{CJK}]{{1,3}}(?:医生|大夫)|[{CJK}]{{2,3}})(?=[,.!~\x00]|$)",
         lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
         first_person=False,
     ),
     rule(
-        r"\bmy (?P<k>vet|doctor|dentist|therapist),? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
+        r"\bmy (?P<k>vet|doctor|dentist|therapist)(?:,| is|'s)? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
         lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
     ),
     rule(
@@ -351,29 +447,54 @@ LIFE_RULES: tuple[Rule, ...] = (
         one("user.boss"),
     ),
     rule(
-        r"\bmy (?:boss|manager|supervisor)(?:'s name is| is called|'s called| is named|'s named) (?P<v>(?:(?:mr|mrs|ms|dr|miss)\.? ?)?[A-Za-z][A-Za-z'-]{0,20}(?-i: [A-Z][a-z'-]+)?)",
+        r"\bmy (?:boss|manager|supervisor)(?:'s name is|(?: is|'s)? (?:literally |actually )?(?:called|named)) (?P<v>(?:(?:mr|mrs|ms|dr|miss)\.? ?)?[A-Za-z][A-Za-z'-]{0,20}(?-i: [A-Z][a-z'-]+)?)",
         one("user.boss"),
+    ),
+    rule(
+        rf"(?:换了?(?:个|台|部)?新?(?:手机)?[,\s]*|(?:我|{CLAUSE})(?:现在)?用的(?:手机)?是\s*)(?P<v>{PHONES})",
+        one("user.phone"),
+        first_person=False,
+    ),
+    rule(
+        rf"(?:\bi |^\s*)(?:just )?(?:got|bought|have|use|using|switched to) (?:a |an |the |my )?(?:new )?(?P<v>{PHONES})"
+        + EN_END,
+        one("user.phone"),
+        first_person=False,
+        lang="en",
     ),
     rule(
         rf"我(?:的|家的?)?(?:手机|电话)(?:是|用的是)\s*(?P<v>[{CJK}A-Za-z0-9][{CJK}A-Za-z0-9 +]{{1,15}}?)(?=[,.!~\x00]|$|用|[,])",
         one("user.phone"),
     ),
     rule(
-        rf"我(?:家)?(?:的车是|开的是|的车是一辆|开的是一辆)(?:一辆)?\s*(?P<v>[{CJK}A-Za-z0-9][{CJK}A-Za-z0-9 ]{{1,15}}?)(?=[,.!~\x00]|$|续航|[,])",
+        rf"(?:我|{CLAUSE})(?:家)?(?:的车是|开的是|的车是一辆|开的是一辆)(?:一辆)?(?:(?:白色|黑色|红色|蓝色|银色|灰色|二手|新)的?)?\s*(?P<v>[{CJK}A-Za-z0-9][{CJK}A-Za-z0-9 ]{{1,15}}?)(?=[,.!~\x00]|$|续航|[,])",
         one("user.car"),
     ),
     rule(
-        r"\bmy (?:phone|cell)(?:'s| is) (?:an? )?(?P<v>[a-z0-9][\w+-]*(?: [a-z0-9][\w+-]*){0,2}?)"
+        rf"\bmy (?:phone|cell)(?:'s| is) (?:the |my )?(?P<v>{PHONES})" + EN_END,
+        one("user.phone"),
+    ),
+    rule(
+        r"\bmy (?:phone|cell)(?:'s| is) an? (?:new |old )?(?P<v>[a-z0-9][\w+-]*(?: [a-z0-9][\w+-]*){0,2}?)"
         + EN_END,
         one("user.phone"),
     ),
     rule(
-        r"\b(?:i drive|my car is|my car's) (?:an? )?(?:(?:old|new|used|little|beat-up|red|black|white|silver|blue) )*(?P<v>[a-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?)"
+        r"\b(?:i drive (?:an? )?|my car(?: is|'s) an? )(?:(?:old|new|used|little|beat-up|beat up|red|black|white|silver|blue) )*(?P<v>[a-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?)"
         + EN_END,
         one("user.car"),
     ),
     rule(
-        rf"(?:健身房(?:是|叫)\s*|(?:健身)?卡是在)(?P<v>[{CJK}A-Za-z]{{2,8}}?)(?=办|[,.!~\x00]|$)",
+        rf"(?:(?:健身房|gym)(?:是|叫)\s*|(?:健身)?卡是在)(?P<v>[{CJK}A-Za-z][{CJK}A-Za-z ]{{1,20}}?)(?=办|[,.!~\x00\s]|$)",
+        one("user.gym"),
+    ),
+    rule(
+        rf"在(?P<v>[{CJK}A-Za-z][{CJK}A-Za-z ]{{1,10}}?)办了?(?:张|个)?(?:卡|健身卡|会员|年卡)",
+        one("user.gym"),
+        first_person=False,
+    ),
+    rule(
+        r"\bmy gym(?:'s| is) (?P<v>[a-z][\w&'-]*(?: [a-z][\w&'-]*){0,2}?)" + EN_END,
         one("user.gym"),
     ),
     rule(

@@ -94,6 +94,18 @@ def _asks(text: str) -> bool:
     return QUESTION_CLAUSE.search(text) is not None
 
 
+_QUOTED = re.compile(
+    r"“[^”]{6,300}”|「[^」]{6,300}」|『[^』]{6,300}』|\"[^\"]{6,300}\"|\*[^*\n]{2,300}\*"
+    r"|\([^()]{0,60}[\u4e00-\u9fff][^()]{0,60}\)"
+)
+"""Quoted speech (a line from a show, what someone else said), *role-play actions* and
+(动作) in brackets: no fact of the user's. Short quotes stay: a name is often quoted."""
+_GAP = re.compile(
+    r"(?<=[\u4e00-\u9fff\x00\u2600-\u27bf\U0001f000-\U0001faff])\s+"
+    r"(?=[\u4e00-\u9fff\x00\u2600-\u27bf\U0001f000-\U0001faff])"
+)
+"""A space between Chinese phrases (or emoji): QQ users separate clauses so."""
+
 _STATE_NE = re.compile(r"(?:还没|没有|还在|正在|着|还要|也要|要|得)[^,?]{0,12}呢[\s!~.。]*$")
 
 
@@ -104,7 +116,7 @@ def is_question(clause: str) -> bool:
 
 def _statements(sentence: str) -> str:
     """The sentence, its questions and wishes blanked ("我叫小满,你还记得吗?" keeps the first)."""
-    clauses = _CLAUSE.findall(sentence)
+    clauses = _CLAUSE.findall(_GAP.sub(lambda g: "," + g.group()[1:], sentence))
     kept: list[str] = []
     for i, clause in enumerate(clauses):
         last = i == len(clauses) - 1
@@ -118,6 +130,7 @@ def _statements(sentence: str) -> str:
 def extract_facts(message: str) -> list[Fact]:
     """The facts ``message`` states about the user, in order, one per (slot, value)."""
     text = unicodedata.normalize("NFKC", message or "")
+    text = _QUOTED.sub(lambda q: "\x00" * len(q.group()), text)
     found: list[Fact] = []
     seen: set[tuple[str, str]] = set()
     for m in _SENTENCE.finditer(text):

@@ -182,7 +182,7 @@ DEV: list[tuple[str, list[tuple[str, str]]]] = [
     ("My mom lives in Ohio with my stepdad.", [("user.family.mother.home_city", "Ohio")]),
     ("I'm going to Japan in April!", [("user.plan.Japan", "April")]),
     ("We adopted a kitten called Mochi last week.", [("user.pet.cat.name", "Mochi")]),
-    ("I quit my job at the bank.", []),
+    ("I quit my job at the bank.", [("user.event.quit my job", "recently")]),
     ("I've been living in Melbourne for five years.", [("user.home_city", "Melbourne")]),
     ("I hate cilantro so much.", [("user.dislikes", "cilantro")]),
     ("你姐姐是做什么的？", []),
@@ -192,7 +192,11 @@ DEV: list[tuple[str, list[tuple[str, str]]]] = [
     # a third fresh batch, written after the second's fixes: recall 0.68 before its own fixes
     (
         "我上个月刚换了工作，现在在一家游戏公司做策划",
-        [("user.workplace", "一家游戏公司"), ("user.job", "策划")],
+        [
+            ("user.workplace", "一家游戏公司"),
+            ("user.job", "策划"),
+            ("user.event.换了工作", "上个月"),
+        ],
     ),
     (
         "我女朋友叫小鹿，是个护士",
@@ -230,7 +234,10 @@ DEV: list[tuple[str, list[tuple[str, str]]]] = [
     ("I don't drink coffee anymore.", [("user.dislikes", "coffee")]),
     ("I'm 41.", [("user.age", "41")]),
     ("My favorite food is ramen.", [("user.favourite.food", "ramen")]),
-    ("I started a new job at Google last month.", [("user.workplace", "Google")]),
+    (
+        "I started a new job at Google last month.",
+        [("user.workplace", "Google"), ("user.event.started a new job", "recently")],
+    ),
     ("你最喜欢的电影是什么", []),
     ("我朋友在北京上班", []),
     ("Where does your sister live?", []),
@@ -243,7 +250,7 @@ DEV: list[tuple[str, list[tuple[str, str]]]] = [
     ("If I were a doctor I'd help everyone.", []),
     ("我换了新手机，是华为的", [("user.phone", "华为")]),
     ("我已经不在那家公司干了，现在自己开店", []),
-    ("I'm not a student anymore, I graduated in June.", []),
+    ("I'm not a student anymore, I graduated in June.", [("user.event.graduated", "in June")]),
     ("我最近迷上了攀岩", [("user.likes", "攀岩")]),
     ("I've been really into baking lately.", [("user.likes", "baking")]),
     ("我每周三晚上上夜班", [("user.schedule", "夜班")]),

@@ -17,7 +17,7 @@ HELDOUT: list[tuple[str, list[tuple[str, str]]]] = [
     ("我生日是十月三号哦", [("user.birthday", "十月三号")]),
     ("my birthday is on March 14th!", [("user.birthday", "March 14th")]),
     # pets and family
-    ("我家的狗叫豆豆,是只柯基", [("user.pet.dog.name", "豆豆")]),
+    ("我家的狗叫豆豆,是只柯基", [("user.pet.dog.name", "豆豆"), ("user.pet.dog.breed", "柯基")]),
     ("my cat's name is Pepper", [("user.pet.cat.name", "Pepper")]),
     ("我养了一只兔子,叫雪球", [("user.pet.rabbit.name", "雪球")]),
     ("we have a dog called Biscuit", [("user.pet.dog.name", "Biscuit")]),
@@ -52,7 +52,7 @@ HELDOUT: list[tuple[str, list[tuple[str, str]]]] = [
     ("remind me Saturday to water the plants", [("user.plan.water the plants", "Saturday")]),
     ("明天下午我要去面试", [("user.plan.面试", "明天下午")]),
     # changes
-    ("我换工作了,现在在腾讯上班", [("user.workplace", "腾讯")]),
+    ("我换工作了,现在在腾讯上班", [("user.workplace", "腾讯"), ("user.event.换工作", "最近")]),
     ("I don't eat meat anymore", [("user.dislikes", "meat")]),
     ("我已经不喜欢喝咖啡了", [("user.dislikes", "咖啡")]),
     ("我现在是杭州人啦", [("user.home_city", "杭州")]),

@@ -147,6 +147,8 @@ def test_resume_after_interruption_equals_uninterrupted(engine, db_url, role_id)
 
 def _serial_apply(engine) -> dict:
     """Reference: replay every turn one at a time from the initial state."""
+    from nekoflow.memory.fact_memory import fact_title
+
     result = {}
     with Session(engine) as s:
         for save in s.exec(select(Save).order_by(col(Save.id))):
@@ -165,6 +167,7 @@ def _serial_apply(engine) -> dict:
                 state = {k: clamp_dimension(state[k] + d[k]) for k in RELATIONSHIP_DIMENSIONS}
                 if o.should_write_memory:
                     mems += [m.title for m in o.memory_items]
+                mems += [fact_title(f.slot) for f in o.facts]  # stated facts: one memory each
                 if o.plot_update:
                     plots.append(o.plot_update.title)
             # consolidation folds a restated memory (the same words again) into the first one
