@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["CONCEPTS", "concept_terms"]
+__all__ = ["CONCEPTS", "OTHER_TOKENS", "concept_terms"]
 
 #: concept → (English words, matched whole; Chinese words, matched as substrings).
 CONCEPTS: dict[str, tuple[str, str]] = {
@@ -29,8 +29,8 @@ CONCEPTS: dict[str, tuple[str, str]] = {
         "住在 住的 住哪 居住 搬家 搬到 搬去 房子 公寓 租房 房租 小区",
     ),
     "place": (
-        "where place places location located city town address",
-        "地方 哪里 哪儿 在哪 城市 哪座 地址 地点",
+        "where place places location located address",
+        "地方 哪里 哪儿 在哪 地址 地点",
     ),
     "hometown": (
         "hometown grew raised born native",
@@ -54,6 +54,10 @@ CONCEPTS: dict[str, tuple[str, str]] = {
         "男朋友 女朋友 对象 老公 老婆 伴侣 爱人 男友 女友",
     ),
     "grandparent": ("grandma grandpa grandmother grandfather granny", "外婆 外公 奶奶 爷爷 姥姥"),
+    "relative": (
+        "cousin cousins uncle aunt auntie niece nephew parents folks roommate",
+        "表亲 表姐 表妹 表哥 表弟 堂哥 堂姐 叔舅 姑姨 舅舅 叔叔 姑姑 姨妈 侄子 侄女 父母 爸妈 室友",
+    ),
     "cat": ("cat cats kitten kitty", "猫 喵"),
     "dog": ("dog dogs puppy pup doggo", "狗"),
     "pet": ("pet pets", "宠物 主子"),
@@ -129,6 +133,12 @@ _CN_OF = {}
 for _w, _c in _CN_WORDS:
     _CN_OF.setdefault(_w, []).append(_c)
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_OTHERS = frozenset(
+    {"mother", "father", "sibling", "partner", "grandparent", "relative", "cat", "dog", "pet"}
+)
+"""The concepts that name someone (or some pet) other than the user."""
+OTHER_TOKENS = frozenset(f"zc{c}" for c in _OTHERS)
+"""Their tokens: a memory about a sister or a cat, not about the user."""
 
 
 def concept_terms(text: str) -> list[str]:

@@ -82,7 +82,8 @@ _NOT_VALUES = frozenset(
      "a", "an", "the", "so", "not", "sure", "tired", "fine", "ok", "okay", "here", "home",
      "sorry", "busy", "just", "really", "going", "gonna", "done", "good", "bad",
      "anymore", "more", "much", "anything", "right", "lately",
-     "一家", "一个", "一所", "家", "个"}
+     "一家", "一个", "一所", "家", "个", "这边", "那边", "这里", "那里",
+     "月球", "月球上", "火星", "火星上", "天上", "梦里", "外太空", "宇宙", "银河系"}
 )  # fmt: skip
 _DURATION_CN = re.compile(
     r"(?:快|都|已经)?[一二三四五六七八九十两几半\d]+多?(?:年|个多?月|天|周|个星期).*$"

@@ -230,7 +230,7 @@ LIFE_RULES: tuple[Rule, ...] = (
     ),
     rule(r"\bi (?:can't|cannot|can not) (?:eat|drink|have) " + EN_OBJ, one("user.allergy")),
     rule(
-        rf"我(?:从小|一直|天生|有点|也|还|就|都)*(?:对)?\s*(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,8}}?)\s*过敏",
+        rf"我(?:从小|一直|天生|有点|也|还|就|都)*(?:对)?\s*(?P<v>(?:(?!对)[{CJK}A-Za-z]){{1,12}}?)\s*过敏",
         one("user.allergy"),
     ),
     rule(
@@ -386,7 +386,7 @@ LIFE_RULES: tuple[Rule, ...] = (
         first_person=False,
     ),
     rule(
-        rf"(?:我|{CLAUSE})(?P<t>{PAST_CN})?(?:我)?(?:刚刚?|终于|已经|也|最近)*(?:把)?(?P<e>{EVENTS_CN})(?=了|啦|$|[,.!~\x00])",
+        rf"(?:我|{CLAUSE})(?P<t>{PAST_CN})?(?:我)?(?:刚刚?|终于|已经|也|最近)*(?:把)?(?P<e>{EVENTS_CN})(?=了|啦|$|[,.!~\x00\s])",
         plan("event", "最近"),
         first_person=False,
     ),

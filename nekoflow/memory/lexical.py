@@ -94,6 +94,11 @@ def doc_terms(stored: str | None) -> list[str]:
     return parts[1:] if parts and parts[0].startswith("zq") else parts
 
 
+CONCEPT_WEIGHT = 2.0
+"""A concept's weight in a query (a word's is 1.0): "哪个城市长大的" asks about a hometown more
+than about any one of its characters."""
+
+
 def query_terms(message: str, context: Iterable[str] = (), context_weight: float = 0.5) -> dict:
     """Query term weights: the message's terms (and the concepts it names) 1.0 each, recent
     context's ``context_weight``."""
@@ -101,8 +106,10 @@ def query_terms(message: str, context: Iterable[str] = (), context_weight: float
     for text in context:
         for t in {*terms(text), *concept_terms(text)}:
             weights[t] = max(weights.get(t, 0.0), context_weight)
-    for t in {*terms(message), *concept_terms(message)}:
+    for t in terms(message):
         weights[t] = 1.0
+    for t in concept_terms(message):  # a concept the message names outweighs a single word
+        weights[t] = CONCEPT_WEIGHT
     return weights
 
 

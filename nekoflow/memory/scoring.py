@@ -16,6 +16,7 @@ from operator import mul
 
 from pydantic import BaseModel, Field
 
+from nekoflow.memory.concepts import OTHER_TOKENS
 from nekoflow.memory.lexical import CorpusStats, bm25_scorer, doc_terms
 
 __all__ = [
@@ -95,6 +96,20 @@ def _minmax(values: list[float]) -> list[float]:
     return [(v - lo) / (hi - lo) for v in values]
 
 
+OTHERS_PENALTY = 0.5
+"""How much of its lexical score a memory about someone the message does not ask about keeps."""
+
+
+def _about(
+    scorer: Callable[[list[str]], float], terms: list[str], asked_of: frozenset[str]
+) -> float:
+    """A memory's BM25 score; halved when it is about a relative or pet the message does not
+    name ("我叫什么名字?" asks of the user: 用户的猫的名字 is about the cat)."""
+    score = scorer(terms)
+    others = OTHER_TOKENS.intersection(terms)
+    return score * OTHERS_PENALTY if others and not others & asked_of else score
+
+
 def rank(
     candidates: Sequence[Candidate],
     query: Mapping[str, float],
@@ -107,7 +122,8 @@ def rank(
     if not candidates:
         return []
     scorer = bm25_scorer(query, stats)
-    lexical = _minmax([scorer(doc_terms(c.terms)) for c in candidates])
+    asked_of = OTHER_TOKENS.intersection(query)
+    lexical = _minmax([_about(scorer, doc_terms(c.terms), asked_of) for c in candidates])
     relevance = lexical
     if query_vector and any(c.embedding for c in candidates):
         # Stored vectors are unit-length (``embeddings.pack``): the cosine is a dot product.

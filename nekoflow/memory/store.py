@@ -188,6 +188,7 @@ def write_memories(
     """
     counts = ConsolidationCounts()
     delta: Counter[tuple[str, str]] = Counter()
+    this_turn: set[int | None] = set()  # the memories these rows added
     # Stated facts first: a turn's own memory that restates one is then judged beside it.
     order = sorted(
         range(len(rows)), key=lambda i: read_fact(rows[i].title, rows[i].content) is None
@@ -211,19 +212,24 @@ def write_memories(
                     if m.id is not None
                 ],
             )
+        # one message's facts never replace each other ("我叫林小满,朋友都喊我小满": a name and
+        # a nickname, both stand)
+        decisions = [d for d in decisions if not (d.op == "DELETE" and d.target in this_turn)]
         adds = [d for d in decisions if d.op == "ADD"]
         gone = [existing[d.target] for d in decisions if d.op == "DELETE" and d.target in existing]
         stated = read_fact(rec.title, rec.content) if adds and gone else None
-        if stated is not None:  # the old value stays visible only dated beside the new one
-            old = gone[-1]
-            was, shown_as = _old_value(old, rec.title)
-            rec.content = fact_content_of(rec.title, stated, [(shown_as, old.created_at)], now)
+        if stated is not None:  # the old values stay visible only dated beside the new one
+            olds = [(_old_value(old, rec.title), old.created_at) for old in gone]
+            was = olds[-1][0][0]
+            earlier = [(shown_as, at) for (_, shown_as), at in olds]
+            rec.content = fact_content_of(rec.title, stated, earlier, now)
             index(rec)
             _note_summaries(s, rec, was, stated.value, now, delta)
         if adds:
             rec.updated_at = rec.updated_at or rec.created_at
             s.add(rec)
             s.flush()
+            this_turn.add(rec.id)
             stat_delta(rec, +1, delta)
             counts.added += 1
         for d in decisions:

@@ -191,6 +191,8 @@ KIND_SLOTS: dict[str, tuple[str, ...]] = {
     "event": ("user.event.",),
     "doctor": ("user.doctor", "user.dentist", "user.therapist"),
     "vet": ("user.vet",),
+    "dentist": ("user.dentist",),
+    "therapist": ("user.therapist",),
     "gym": ("user.gym",),
     "car": ("user.car",),
     "phone": ("user.phone",),
