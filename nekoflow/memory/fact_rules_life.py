@@ -6,6 +6,8 @@ Every pattern runs on NFKC-normalised text with question and wish clauses blanke
 
 from __future__ import annotations
 
+import re
+
 from nekoflow.memory.fact_patterns import (
     ADV_CN,
     ADV_EN,
@@ -35,6 +37,17 @@ from nekoflow.memory.fact_vocab import (
     TIME_CN,
     TIME_EN,
 )
+
+
+def _thing(m: re.Match[str]) -> list[tuple[str, str]]:
+    """Someone or something the user has, by its Chinese word (兽医 → ``user.vet``)."""
+    return [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))]
+
+
+def _named_k(m: re.Match[str]) -> list[tuple[str, str]]:
+    """Someone the user has, by its English word (``my vet`` → ``user.vet``)."""
+    return [(f"user.{m.group('k').lower()}", m.group("v"))]
+
 
 _FAVOURITE_OF_VERB = {"吃": "食物", "喝": "饮料", "玩": "游戏", "听": "歌", "看": "剧"}
 """What "最爱吃的/最喜欢听的" is a favourite of."""
@@ -404,26 +417,26 @@ LIFE_RULES: tuple[Rule, ...] = (
     rule(
         rf"(?:我|我们)(?:换了|换了个|换了一个|有了|有个)(?:新的?)(?P<k>{alt(THINGS_CN)})[,\s]*(?:叫|是|姓)\s*"
         + CN_RUN,
-        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        _thing,
         change=True,
     ),
     rule(
         rf"我(?:们)?(?:的)?新(?P<k>{alt(THINGS_CN)})(?:叫|是|姓)\s*" + CN_RUN,
-        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        _thing,
         change=True,
     ),
     rule(
         r"\b(?:my|our) (?P<k>vet|doctor|dentist|therapist|landlord|coach) (?:is|'s) (?P<v>(?-i:(?:Dr\.? |Mr\.? |Ms\.? |Mrs\.? )?[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}?))"
         + EN_END,
-        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        _named_k,
     ),
     rule(
         r"我(?:们)?(?:家)?的?(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*" + CN_RUN,
-        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        _thing,
     ),
     rule(
         rf"我(?:们)?(?:家)?(?:的|猫的|狗的|家猫的)?(?P<k>兽医|医生|牙医|心理医生|心理咨询师|咨询师|主治医生)(?:是)?(?:[{CJK}]{{2,6}}?的)?(?P<v>[{CJK}]{{1,2}}(?:医生|大夫|老师))",
-        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        _thing,
     ),
     rule(
         rf"(?:宠物医院|诊所)的(?P<v>[{CJK}]{{1,2}}(?:医生|大夫))",
@@ -431,16 +444,16 @@ LIFE_RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"\bthe (?P<k>vet|doctor|dentist),? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
-        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        _named_k,
     ),
     rule(
         rf"{CLAUSE}(?P<k>兽医|医生|牙医|心理医生)(?:是|叫|姓)\s*(?P<v>[{CJK}]{{1,3}}(?:医生|大夫)|[{CJK}]{{2,3}})(?=[,.!~\x00]|$)",
-        lambda m: [(f"user.{THINGS_CN[m.group('k')]}", m.group("v"))],
+        _thing,
         first_person=False,
     ),
     rule(
         r"\bmy (?P<k>vet|doctor|dentist|therapist)(?:,| is|'s)? (?P<v>(?:dr\.?|doctor) [a-z][\w'-]*)",
-        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        _named_k,
     ),
     rule(
         rf"我(?:们|的)?(?:老板|领导|组长|经理|主管|上司)(?:叫|是|姓)\s*(?P<v>[{CJK}]{{1,3}}(?:总|哥|姐|经理|老师)|[{CJK}]{{2,3}}|(?-i:[A-Z][a-z]+))(?=[,.!~\x00]|$|[{CJK}])",
@@ -500,13 +513,13 @@ LIFE_RULES: tuple[Rule, ...] = (
     rule(
         rf"\b(?:i|we) (?:got|have|found|switched to) a new (?P<k>{alt(THINGS_EN)})\s*,?\s*(?:called |named )?(?P<v>(?-i:(?:Dr\.? |Mr\.? |Ms\.? |Mrs\.? )?[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?))"
         + EN_END,
-        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        _named_k,
         change=True,
     ),
     rule(
         rf"\b(?:my|our) new (?P<k>{alt(THINGS_EN)}) (?:is|'s) (?P<v>(?:Dr\. |Dr )?[A-Za-z][\w'.-]*(?: [A-Z][\w'.-]*){{0,2}}?)"
         + EN_END,
-        lambda m: [(f"user.{m.group('k').lower()}", m.group("v"))],
+        _named_k,
         change=True,
     ),
 )

@@ -6,6 +6,8 @@ Every pattern runs on NFKC-normalised text with question and wish clauses blanke
 
 from __future__ import annotations
 
+import re
+
 from nekoflow.memory.fact_patterns import (
     AGE_EN,
     CJK,
@@ -52,6 +54,13 @@ from nekoflow.memory.fact_vocab import (
 _OTHER_EN = {"boss": "user.boss", "manager": "user.boss", "supervisor": "user.boss",
              "roommate": "user.family.roommate.name"}  # fmt: skip
 """Who "my boss Mr. Thompson" names: the people around the user that are not family."""
+
+
+def _named_other(m: re.Match[str]) -> list[tuple[str, str]]:
+    """A name said after who someone is: a relative's, a boss's or a roommate's."""
+    who = m.group("k").lower()
+    return [(_OTHER_EN.get(who) or f"user.family.{RELATION_EN[who]}.name", m.group("v"))]
+
 
 STUDENT_CN = {"研究生": "研究生", "硕士": "研究生", "博士": "博士生", "大学": "大学生",
                "本科": "大学生", "高中": "高中生", "初中": "初中生"}  # fmt: skip
@@ -292,23 +301,11 @@ PEOPLE_RULES: tuple[Rule, ...] = (
     ),
     rule(
         rf"\bmy (?P<k>{REL_EN}|boss|manager|supervisor) (?!(?:really|also|just|still|actually|never|always|often|sometimes|usually|finally|recently|seriously|literally|honestly|is|was|and|who|got|had|has|can|said|says|told|and|or|but|kinda|sorta|totally|definitely|probably|apparently|basically|even|then|now|today|yesterday|ate|came|went)\b)(?P<v>[a-z]{{2,15}}) (?:is|was|just|never|always|can|has|keeps|loves|started|got|works|lives|said|says|told|ate|[a-z]{{3,}}ed)\b",
-        lambda m: [
-            (
-                _OTHER_EN.get(m.group("k").lower())
-                or f"user.family.{RELATION_EN[m.group('k').lower()]}.name",
-                m.group("v"),
-            )
-        ],
+        _named_other,
     ),
     rule(
         rf"\bmy (?P<k>{REL_EN}|boss|manager|supervisor) (?P<v>(?:(?:mr|mrs|ms|dr)\.? ?)?(?-i:[A-Z][a-z]+))\b(?!(?-i: [A-Z]))",
-        lambda m: [
-            (
-                _OTHER_EN.get(m.group("k").lower())
-                or f"user.family.{RELATION_EN[m.group('k').lower()]}.name",
-                m.group("v"),
-            )
-        ],
+        _named_other,
     ),
     rule(
         rf"我(?:们|的)?(?:老板|领导|组长|经理|主管|上司)(?P<v>{NAME_CN_SHORT})",
