@@ -91,7 +91,8 @@ def best_binds(
     """The binds of :func:`best_sql` for these terms: each term's query and weight (idf × the
     query's weight), and the limit."""
     queries = [_term_query(dialect, scope, t) for t in chosen]
-    ws = [stats.idf(t) * weights.get(t, 1.0) for t in chosen]
+    # the engine weighs a concept as a word (it only finds candidates; the re-rank weighs more)
+    ws = [stats.idf(t) * min(weights.get(t, 1.0), 1.0) for t in chosen]
     if dialect != "sqlite":  # arrays (:qs, :ws): one statement text for any number of terms
         return {"limit": limit, "qs": queries, "ws": ws}
     binds: dict[str, Any] = {"limit": limit}

@@ -188,7 +188,7 @@ def write_memories(
     """
     counts = ConsolidationCounts()
     delta: Counter[tuple[str, str]] = Counter()
-    this_turn: set[int | None] = set()  # the memories these rows added
+    this_turn: dict[int | None, str | None] = {}  # the memories these rows added: their turn
     # Stated facts first: a turn's own memory that restates one is then judged beside it.
     order = sorted(
         range(len(rows)), key=lambda i: read_fact(rows[i].title, rows[i].content) is None
@@ -214,7 +214,11 @@ def write_memories(
             )
         # one message's facts never replace each other ("我叫林小满,朋友都喊我小满": a name and
         # a nickname, both stand)
-        decisions = [d for d in decisions if not (d.op == "DELETE" and d.target in this_turn)]
+        decisions = [
+            d
+            for d in decisions
+            if not (d.op == "DELETE" and rec.turn_id and this_turn.get(d.target) == rec.turn_id)
+        ]
         adds = [d for d in decisions if d.op == "ADD"]
         gone = [existing[d.target] for d in decisions if d.op == "DELETE" and d.target in existing]
         stated = read_fact(rec.title, rec.content) if adds and gone else None
@@ -229,7 +233,7 @@ def write_memories(
             rec.updated_at = rec.updated_at or rec.created_at
             s.add(rec)
             s.flush()
-            this_turn.add(rec.id)
+            this_turn[rec.id] = rec.turn_id
             stat_delta(rec, +1, delta)
             counts.added += 1
         for d in decisions:

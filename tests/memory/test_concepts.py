@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from nekoflow.memory.concepts import concept_terms
-from nekoflow.memory.lexical import CorpusStats, bm25, doc_terms, index_text, query_terms
+from nekoflow.memory.lexical import (
+    CONCEPT_WEIGHT,
+    CorpusStats,
+    bm25,
+    doc_terms,
+    index_text,
+    query_terms,
+)
 
 
 def test_a_question_and_a_statement_in_other_words_share_a_concept() -> None:
@@ -30,7 +37,7 @@ def test_the_concept_ranks_the_paraphrase_above_an_unrelated_line() -> None:
     other = doc_terms(index_text(1, "s", "", "the sunset was lovely these days"))
     stats = CorpusStats(docs=100, avg_len=12.0, df={"zcwork": 5, "these": 20, "day": 30})
     query = query_terms("where do I work now?")
-    assert query["zcwork"] == 1.0  # a concept of the message weighs as its own words
+    assert query["zcwork"] == CONCEPT_WEIGHT == 2.0  # a concept of the message: twice a word
     assert bm25(query, said, stats) > bm25(query, other, stats)
 
 
