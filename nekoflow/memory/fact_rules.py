@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a table of regular expressions: one rule per line reads best)
 """The rules of :mod:`nekoflow.memory.facts`: which clauses ask, wish, speak of someone else or
 say a change; how a value is trimmed; and every rule (:mod:`fact_rules_people`,
-:mod:`fact_rules_life`).
+:mod:`fact_rules_work`, :mod:`fact_rules_life`, :mod:`fact_rules_plans`).
 
 Every pattern runs on NFKC-normalised text (full-width punctuation is ASCII). Pure: no I/O.
 """
@@ -13,6 +13,8 @@ import re
 from nekoflow.memory.fact_patterns import CJK, IGNORE, Rule
 from nekoflow.memory.fact_rules_life import LIFE_RULES
 from nekoflow.memory.fact_rules_people import PEOPLE_RULES
+from nekoflow.memory.fact_rules_plans import PLAN_RULES
+from nekoflow.memory.fact_rules_work import WORK_RULES
 from nekoflow.memory.fact_vocab import RELATION_CN, RELATION_EN
 
 __all__ = [
@@ -127,5 +129,5 @@ def clean_value(slot: str, value: str) -> str:
     return v[:40]
 
 
-RULES: tuple[Rule, ...] = (*PEOPLE_RULES, *LIFE_RULES)
+RULES: tuple[Rule, ...] = (*PEOPLE_RULES, *WORK_RULES, *LIFE_RULES, *PLAN_RULES)
 """Every rule, in the order they are tried."""
