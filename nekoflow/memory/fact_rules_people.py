@@ -284,16 +284,6 @@ PEOPLE_RULES: tuple[Rule, ...] = (
         keyed("user.family.", RELATION_EN, ".home_city"),
     ),
     rule(
-        rf"\bmy (?P<k>{REL_EN})s (?:a|an) (?:[a-z-]+ )?(?P<v>{JOBS_EN})\b",
-        keyed("user.family.", RELATION_EN, ".job"),
-    ),
-    rule(
-        rf"\bmy (?P<k>{REL_EN})(?:s|'s| is) (?:a|an) (?:[a-z-]+ )?(?:{JOBS_EN}) in "
-        + EN_WORDS
-        + EN_END,
-        keyed("user.family.", RELATION_EN, ".home_city"),
-    ),
-    rule(
         rf"\bmy (?P<k>{REL_EN}|boss|manager|supervisor) (?!(?:really|also|just|still|actually|never|always|often|sometimes|usually|finally|recently|seriously|literally|honestly|is|was|and|who|got|had|has|can|said|says|told|and|or|but|kinda|sorta|totally|definitely|probably|apparently|basically|even|then|now|today|yesterday|ate|came|went)\b)(?P<v>[a-z]{{2,15}}) (?:is|was|just|never|always|can|has|keeps|loves|started|got|works|lives|said|says|told|ate|[a-z]{{3,}}ed)\b",
         _named_other,
     ),
@@ -321,15 +311,11 @@ PEOPLE_RULES: tuple[Rule, ...] = (
         keyed("user.family.", RELATION_EN, ".home_city"),
     ),
     rule(
-        rf"\bmy (?P<k>{REL_EN}) [a-z]+ (?:is|'s) (?:a|an) (?:[a-z-]+ )?(?P<v>{JOBS_EN})\b",
-        keyed("user.family.", RELATION_EN, ".job"),
-    ),
-    rule(
         rf"\bmy (?P<k>{REL_EN}) (?:just |recently )?(?:got a job|started working|works|is working|got hired) as (?:a|an) (?P<v>[a-z][a-z ]{{1,30}}?)(?=\s+(?:at|in|for|and|but|now)\b|\s*[,.!;~\x00]|$)",
         keyed("user.family.", RELATION_EN, ".job"),
     ),
     rule(
-        rf"\bmy (?P<k>{REL_EN})(?:(?: is|'s) (?:a|an) (?:[a-z-]+ )?(?:{JOBS_EN})| (?:just |recently )?(?:got a job|started working|works|is working|got hired) as (?:a|an) [a-z][a-z ]{{1,30}}?) in "
+        rf"\bmy (?P<k>{REL_EN})(?:(?: is|'s|s) (?:a|an) (?:[a-z-]+ )?(?:{JOBS_EN})| (?:just |recently )?(?:got a job|started working|works|is working|got hired) as (?:a|an) [a-z][a-z ]{{1,30}}?) in "
         + EN_WORDS
         + EN_END,
         keyed("user.family.", RELATION_EN, ".home_city"),
@@ -340,7 +326,7 @@ PEOPLE_RULES: tuple[Rule, ...] = (
         keyed("user.family.", RELATION_CN, ".home_city"),
     ),
     rule(
-        rf"\bmy (?P<k>{REL_EN})(?: is|'s) (?:a|an) (?:(?:new|junior|senior|retired|part-time) )?(?P<v>{JOBS_EN})\b",
+        rf"\bmy (?P<k>{REL_EN})(?: [a-z]+)?(?: is|'s|s) (?:a|an) (?:[a-z-]+ )?(?P<v>{JOBS_EN})\b",
         keyed("user.family.", RELATION_EN, ".job"),
     ),
     rule(
